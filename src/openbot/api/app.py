@@ -1,0 +1,61 @@
+"""The FastAPI application: REST under /api/v1, SSE, the web UI at /."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import Depends, FastAPI
+from fastapi.responses import FileResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+
+from openbot import __version__
+from openbot.api import errors
+from openbot.api.deps import require_token
+from openbot.api.limits import BodyLimit
+from openbot.api.routes import observability, runs, team, threads
+from openbot.config import Settings
+from openbot.runtime.engine import Runtime
+
+WEB = Path(__file__).resolve().parent.parent / "web"
+
+
+def create_app(settings: Settings | None = None, runtime: Runtime | None = None) -> FastAPI:
+    """Build the app. With ``runtime`` given, the caller owns its lifecycle (tests do this)."""
+    settings = settings or (runtime.settings if runtime else Settings())
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if runtime is not None:
+            app.state.runtime = runtime
+            yield
+            return
+        async with Runtime(settings) as rt:
+            app.state.runtime = rt
+            yield
+
+    app = FastAPI(
+        title="OpenBot",
+        version=__version__,
+        lifespan=lifespan,
+        docs_url="/api/docs",
+        redoc_url=None,
+        openapi_url="/openapi.json",
+    )
+    errors.install(app)
+    protected = [Depends(require_token)]
+    for module in (observability, team, threads, runs):
+        app.include_router(module.router, prefix="/api/v1", dependencies=protected)
+
+    @app.get("/", include_in_schema=False, response_model=None)
+    async def index() -> FileResponse | JSONResponse:
+        page = WEB / "index.html"
+        if not page.exists():
+            return JSONResponse({"name": "openbot", "web": "not built"})
+        return FileResponse(page, headers={"Cache-Control": "no-cache"})
+
+    if WEB.exists():
+        app.mount("/web", StaticFiles(directory=WEB), name="web")
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    return app

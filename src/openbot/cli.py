@@ -1,0 +1,106 @@
+"""The ``openbot`` command: serve, post, db, and the terminal client."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(
+    help="OpenBot: a team of LLM bots, their humans and external systems in shared threads.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+db_app = typer.Typer(help="Database commands.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+
+ServerOpt = Annotated[str, typer.Option("--server", envvar="OPENBOT_SERVER", help="Server URL.")]
+TokenOpt = Annotated[str | None, typer.Option("--token", envvar="OPENBOT_API_TOKEN", help="API token.")]
+
+
+def _is_loopback(host: str) -> bool:
+    if host in ("localhost",):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    data_dir: Annotated[Path, typer.Option("--data-dir", help="Where the embedded database lives.")] = Path(
+        ".openbot"
+    ),
+) -> None:
+    """Start the API, the workers and the web UI in one process."""
+    import uvicorn
+
+    from openbot.api.app import create_app
+    from openbot.config import Settings
+
+    os.environ.setdefault("OPENBOT_DATA_DIR", str(data_dir))
+    settings = Settings(data_dir=data_dir)
+    if not _is_loopback(host) and not settings.api_token:
+        typer.echo("Refusing to bind beyond loopback without OPENBOT_API_TOKEN set.", err=True)
+        raise typer.Exit(2)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    backend = "PostgreSQL" if settings.database_url and "postgres" in settings.database_url else "SQLite"
+    where = settings.resolved_database_url() if backend == "SQLite" else "OPENBOT_DATABASE_URL"
+    typer.echo(f"OpenBot on http://{host}:{port}/  (API: http://{host}:{port}/api/v1)")
+    typer.echo(f"Database: {backend} ({where})" + ("  — single process" if backend == "SQLite" else ""))
+    model = settings.default_model()
+    hint = "" if settings.model else "  (set OPENBOT_MODEL=provider:model to use a real model)"
+    typer.echo(f"Bots use model: {model}{hint}")
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="warning")
+
+
+@app.command()
+def post(
+    thread: Annotated[str, typer.Argument(help="Thread id.")],
+    text: Annotated[str, typer.Argument(help="Message text; @mentions wake bots.")],
+    sender: Annotated[str, typer.Option("--from", help="Sender handle.")] = "you",
+    server: ServerOpt = "http://127.0.0.1:8000",
+    token: TokenOpt = None,
+) -> None:
+    """Post a message to a thread on a running server."""
+    import httpx
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    response = httpx.post(
+        f"{server.rstrip('/')}/api/v1/threads/{thread}/messages",
+        json={"content": text, "from": sender},
+        headers=headers,
+        timeout=30,
+    )
+    body = response.json()
+    if response.status_code >= 400:
+        typer.echo(f"error {body['error']['code']}: {body['error']['message']}", err=True)
+        raise typer.Exit(1)
+    woke = ", ".join("@" + h for h in body["addressed"]) or "nobody"
+    typer.echo(f"posted {body['message']['id']}; woke {woke}")
+
+
+@db_app.command("upgrade")
+def db_upgrade() -> None:
+    """Apply database migrations (the server also does this at start)."""
+    from openbot.config import Settings
+    from openbot.store.migrate import upgrade
+
+    settings = Settings()
+    upgrade(settings.resolved_database_url())
+    typer.echo("database is up to date")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,44 @@
+"""Settings from the environment (and an optional ``openbot.toml`` in the data directory)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _env(name: str) -> AliasChoices:
+    return AliasChoices(f"OPENBOT_{name}", name)
+
+
+class Settings(BaseSettings):
+    """Every setting, its environment variable(s) and default. The README's table mirrors this."""
+
+    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
+
+    data_dir: Path = Field(Path(".openbot"), validation_alias=_env("DATA_DIR"))
+    database_url: str | None = Field(None, validation_alias=AliasChoices("OPENBOT_DATABASE_URL"))
+    model: str | None = Field(None, validation_alias=AliasChoices("OPENBOT_MODEL"))
+    api_token: str | None = Field(None, validation_alias=AliasChoices("OPENBOT_API_TOKEN"))
+    openai_base_url: str | None = Field(None, validation_alias=AliasChoices("OPENBOT_OPENAI_BASE_URL"))
+    max_bot_hops: int = Field(20, ge=1, validation_alias=_env("MAX_BOT_HOPS"))
+    max_concurrent_runs: int = Field(4, ge=1, validation_alias=_env("MAX_CONCURRENT_RUNS"))
+    history_token_budget: int = Field(24_000, ge=100, validation_alias=_env("HISTORY_TOKEN_BUDGET"))
+    history_max_messages: int = Field(80, ge=1, validation_alias=_env("HISTORY_MAX_MESSAGES"))
+    max_model_calls: int = Field(40, ge=1, validation_alias=_env("MAX_MODEL_CALLS_PER_RUN"))
+    context_trigger_tokens: int = Field(60_000, ge=1000, validation_alias=_env("CONTEXT_TRIGGER_TOKENS"))
+    max_item_attempts: int = Field(3, ge=1, validation_alias=_env("MAX_ITEM_ATTEMPTS"))
+    lease_seconds: float = Field(30.0, gt=0, validation_alias=_env("LEASE_SECONDS"))
+    poll_seconds: float = Field(2.0, gt=0, validation_alias=_env("POLL_SECONDS"))
+    heartbeat_seconds: float = Field(15.0, gt=0, validation_alias=_env("SSE_HEARTBEAT_SECONDS"))
+    journal_retention_days: float = Field(7.0, gt=0, validation_alias=_env("JOURNAL_RETENTION_DAYS"))
+    max_body_bytes: int = Field(1_048_576, validation_alias=_env("MAX_BODY_BYTES"))
+
+    def resolved_database_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite+aiosqlite:///{(self.data_dir / 'openbot.db').resolve()}"
+
+    def default_model(self) -> str:
+        return self.model or "scripted"

@@ -1,0 +1,126 @@
+"""The error hierarchy, drawn as a tree so callers catch at the level they need.
+
+    OpenBotError (code, message, details)
+    ├── NotFound            not_found          404
+    ├── Conflict            conflict           409
+    ├── InvalidArgument     invalid_argument   422
+    ├── Unauthorized        unauthorized       401
+    ├── Forbidden           forbidden          403
+    ├── PayloadTooLarge     payload_too_large  413
+    ├── RateLimited         rate_limited       429
+    └── ModelError          a model call failed; ``code`` says how
+        ├── ModelAuthError        model_auth
+        ├── ModelRateLimitError   model_rate_limit
+        ├── ModelTimeoutError     model_timeout
+        ├── ContextLengthError    context_length
+        └── ModelCallError        internal
+
+The API maps ``code`` to an HTTP status in one exception handler (``openbot.api.errors``).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+
+class ErrorCode(StrEnum):
+    NOT_FOUND = "not_found"
+    CONFLICT = "conflict"
+    INVALID_ARGUMENT = "invalid_argument"
+    UNAUTHORIZED = "unauthorized"
+    FORBIDDEN = "forbidden"
+    PAYLOAD_TOO_LARGE = "payload_too_large"
+    RATE_LIMITED = "rate_limited"
+    MODEL_AUTH = "model_auth"
+    MODEL_RATE_LIMIT = "model_rate_limit"
+    MODEL_TIMEOUT = "model_timeout"
+    CONTEXT_LENGTH = "context_length"
+    INTERNAL = "internal"
+
+
+HTTP_STATUS: dict[ErrorCode, int] = {
+    ErrorCode.NOT_FOUND: 404,
+    ErrorCode.CONFLICT: 409,
+    ErrorCode.INVALID_ARGUMENT: 422,
+    ErrorCode.UNAUTHORIZED: 401,
+    ErrorCode.FORBIDDEN: 403,
+    ErrorCode.PAYLOAD_TOO_LARGE: 413,
+    ErrorCode.RATE_LIMITED: 429,
+    ErrorCode.MODEL_AUTH: 502,
+    ErrorCode.MODEL_RATE_LIMIT: 429,
+    ErrorCode.MODEL_TIMEOUT: 504,
+    ErrorCode.CONTEXT_LENGTH: 422,
+    ErrorCode.INTERNAL: 500,
+}
+
+
+class OpenBotError(Exception):
+    code: ErrorCode = ErrorCode.INTERNAL
+
+    def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details: dict[str, Any] = details or {}
+
+    def to_dict(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"code": str(self.code), "message": self.message}
+        if self.details:
+            body["details"] = self.details
+        return body
+
+
+class NotFound(OpenBotError):
+    code = ErrorCode.NOT_FOUND
+
+
+class Conflict(OpenBotError):
+    code = ErrorCode.CONFLICT
+
+
+class InvalidArgument(OpenBotError):
+    code = ErrorCode.INVALID_ARGUMENT
+
+
+class Unauthorized(OpenBotError):
+    code = ErrorCode.UNAUTHORIZED
+
+
+class Forbidden(OpenBotError):
+    code = ErrorCode.FORBIDDEN
+
+
+class PayloadTooLarge(OpenBotError):
+    code = ErrorCode.PAYLOAD_TOO_LARGE
+
+
+class RateLimited(OpenBotError):
+    code = ErrorCode.RATE_LIMITED
+
+
+class ModelError(OpenBotError):
+    """A model call failed. Subclasses say how; ``retryable`` says whether backing off may help."""
+
+    retryable = False
+
+
+class ModelAuthError(ModelError):
+    code = ErrorCode.MODEL_AUTH
+
+
+class ModelRateLimitError(ModelError):
+    code = ErrorCode.MODEL_RATE_LIMIT
+    retryable = True
+
+
+class ModelTimeoutError(ModelError):
+    code = ErrorCode.MODEL_TIMEOUT
+    retryable = True
+
+
+class ContextLengthError(ModelError):
+    code = ErrorCode.CONTEXT_LENGTH
+
+
+class ModelCallError(ModelError):
+    code = ErrorCode.INTERNAL

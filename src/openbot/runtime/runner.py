@@ -1,0 +1,303 @@
+"""The runner: unroll the thread, assemble the agent, stream it, and hand back an Outcome.
+
+It reads thread state once, when the run is prepared, and writes thread state only through
+``runs.finish`` posting the reply (invariant 7).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain.agents.middleware import (
+    ClearToolUsesEdit,
+    ContextEditingMiddleware,
+    HumanInTheLoopMiddleware,
+    ModelCallLimitMiddleware,
+    ModelRetryMiddleware,
+)
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.types import Command
+from sqlalchemy import select
+
+from openbot.config import Settings
+from openbot.core.errors import ModelError, OpenBotError
+from openbot.core.history import HistoryMessage, Role, is_scoped, unroll
+from openbot.core.model_errors import classify_model_error
+from openbot.core.prompt import PromptInput, RosterEntry, render_system_prompt
+from openbot.runtime.bus import Bus
+from openbot.runtime.models import build_chat_model
+from openbot.runtime.runs import Claim, Outcome, add_run_event, fenced_run, resume_payload
+from openbot.runtime.tools import BUILTIN_TOOLS, ToolEnv, build_tools
+from openbot.store.db import Database
+from openbot.store.models import Actor, BotProfile, Message, Run, Thread, ThreadParticipant, TodoList
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Prepared:
+    bot: Actor
+    profile: BotProfile
+    thread: Thread
+    system_prompt: str
+    messages: list[BaseMessage]
+    trigger_text: str
+    trigger_count: int
+    resume_value: Any = None
+
+
+class Runner:
+    def __init__(
+        self, db: Database, settings: Settings, bus: Bus, checkpointer: BaseCheckpointSaver[str]
+    ) -> None:
+        self.db = db
+        self.settings = settings
+        self.bus = bus
+        self.checkpointer = checkpointer
+
+    async def execute(self, claim: Claim) -> Outcome:
+        """Run the agent for a claim. Model and tool failures become a failed Outcome."""
+        outcome = Outcome()
+        try:
+            prepared = await self.prepare(claim)
+            await self._stream(claim, prepared, outcome)
+        except OpenBotError as exc:
+            outcome.error = {"code": str(exc.code), "message": exc.message}
+        except Exception as exc:  # supervision boundary: a turn must not take the worker down
+            err: ModelError = classify_model_error(exc)
+            log.warning("run %s failed: %r", claim.run_id, exc)
+            outcome.error = {"code": str(err.code), "message": err.message, "type": type(exc).__name__}
+        return outcome
+
+    async def prepare(self, claim: Claim) -> Prepared:
+        async with self.db.read() as s:
+            bot = await s.get(Actor, claim.bot_id)
+            profile = await s.get(BotProfile, claim.bot_id)
+            thread = await s.get(Thread, claim.thread_id)
+            assert bot is not None and profile is not None and thread is not None
+            people = list(
+                await s.scalars(
+                    select(Actor)
+                    .join(ThreadParticipant, ThreadParticipant.actor_id == Actor.id)
+                    .where(ThreadParticipant.thread_id == thread.id)
+                    .order_by(ThreadParticipant.joined_at)
+                )
+            )
+            rows = (
+                await s.execute(
+                    select(Message.id, Message.sender_id, Message.content, Message.mentions)
+                    .where(Message.thread_id == thread.id)
+                    .order_by(Message.id)
+                )
+            ).all()
+            roster_rows = (
+                await s.execute(
+                    select(Actor.handle, Actor.name, BotProfile.description)
+                    .join(BotProfile, BotProfile.actor_id == Actor.id)
+                    .where(Actor.enabled.is_(True), Actor.deleted.is_(False), Actor.id != bot.id)
+                    .order_by(Actor.handle)
+                )
+            ).all()
+            todo = await s.get(TodoList, (thread.id, bot.id))
+            default_bot = await s.get(Actor, thread.default_bot_id) if thread.default_bot_id else None
+            resume = await resume_payload(s, claim.run_id) if claim.resume else None
+            handles = {a.id: a.handle for a in people}
+            missing = {r.sender_id for r in rows if r.sender_id and r.sender_id not in handles}
+            if missing:
+                for actor in await s.scalars(select(Actor).where(Actor.id.in_(missing))):
+                    handles[actor.id] = actor.handle
+
+        triggers = frozenset(claim.trigger_ids)
+        history_messages = [
+            HistoryMessage(
+                id=r.id,
+                sender=handles.get(r.sender_id) if r.sender_id else None,
+                sender_name=f"@{handles.get(r.sender_id, 'unknown')}" if r.sender_id else "system",
+                content=r.content,
+                mentions=tuple(r.mentions or ()),
+            )
+            for r in rows
+        ]
+        default_handle = default_bot.handle if default_bot else "chief_of_staff"
+        bots_here = [a.handle for a in people if a.kind == "bot"]
+        scoped = is_scoped(bot.handle, default_handle, bots_here)
+        history = unroll(
+            history_messages,
+            bot=bot.handle,
+            triggers=triggers,
+            scoped=scoped,
+            token_budget=self.settings.history_token_budget,
+            max_messages=self.settings.history_max_messages,
+        )
+        trigger_msgs = [m for m in history_messages if m.id in triggers]
+        tool_names = BUILTIN_TOOLS + tuple(profile.tools or ())
+        prompt = render_system_prompt(
+            PromptInput(
+                handle=bot.handle,
+                name=bot.name,
+                description=profile.description,
+                instructions=profile.instructions,
+                thread_title=thread.title or thread.id,
+                participants=tuple(RosterEntry(a.handle, a.name, "", a.kind) for a in people),
+                default_bot=default_handle,
+                roster=tuple(RosterEntry(h, n, d) for h, n, d in roster_rows),
+                scoped=scoped,
+                trigger_count=len(trigger_msgs),
+                tools=tuple(dict.fromkeys(tool_names)),
+                approval_tools=tuple(profile.approval_tools or ()),
+                working_directory=thread.working_directory,
+                todos=tuple(
+                    (str(t.get("status", "")), str(t.get("content", "")))
+                    for t in (todo.todos if todo else [])
+                ),
+                history_note=history.note(),
+            )
+        )
+        messages: list[BaseMessage] = [
+            AIMessage(turn.text) if turn.role is Role.AI else HumanMessage(turn.text)
+            for turn in history.turns
+        ]
+        return Prepared(
+            bot=bot,
+            profile=profile,
+            thread=thread,
+            system_prompt=prompt,
+            messages=messages,
+            trigger_text="\n".join(m.content for m in trigger_msgs),
+            trigger_count=len(trigger_msgs),
+            resume_value=resume,
+        )
+
+    def build_agent(self, claim: Claim, prepared: Prepared) -> Any:
+        profile = prepared.profile
+        settings = dict(profile.model_settings or {})
+        model = build_chat_model(
+            profile.model,
+            settings,
+            handle=prepared.bot.handle,
+            trigger_text=prepared.trigger_text,
+            trigger_count=prepared.trigger_count,
+        )
+        tools = build_tools(ToolEnv(self.db, claim.bot_id, claim.bot_handle, claim.thread_id, claim.run_id))
+        middleware: list[Any] = [
+            ModelCallLimitMiddleware(
+                run_limit=int(settings.get("max_model_calls", self.settings.max_model_calls)),
+                exit_behavior="end",
+            ),
+            ContextEditingMiddleware(edits=[ClearToolUsesEdit(trigger=self.settings.context_trigger_tokens)]),
+            ModelRetryMiddleware(
+                max_retries=2, retry_on=_retryable, on_failure="error", initial_delay=1.0, max_delay=20.0
+            ),
+        ]
+        approvals = [name for name in (profile.approval_tools or []) if name in {t.name for t in tools}]
+        if approvals:
+            middleware.insert(
+                0,
+                HumanInTheLoopMiddleware(
+                    interrupt_on={
+                        name: {"allowed_decisions": ["approve", "edit", "reject"]} for name in approvals
+                    }
+                ),
+            )
+        return create_agent(
+            model,
+            tools,
+            system_prompt=prepared.system_prompt,
+            middleware=middleware,
+            checkpointer=self.checkpointer,
+        )
+
+    async def _stream(self, claim: Claim, prepared: Prepared, outcome: Outcome) -> None:
+        agent = self.build_agent(claim, prepared)
+        config = {"configurable": {"thread_id": claim.run_id}, "recursion_limit": 200}
+        payload: Any = (
+            Command(resume=prepared.resume_value) if claim.resume else {"messages": prepared.messages}
+        )
+        final: AIMessage | None = None
+        async for mode, chunk in agent.astream(payload, config, stream_mode=["updates", "messages"]):
+            if mode == "messages":
+                message = chunk[0]
+                if isinstance(message, AIMessageChunk) and message.text:
+                    self.bus.live(
+                        "text.delta",
+                        {
+                            "run_id": claim.run_id,
+                            "thread_id": claim.thread_id,
+                            "bot": claim.bot_handle,
+                            "delta": message.text,
+                        },
+                        claim.thread_id,
+                    )
+                continue
+            for node, update in chunk.items():
+                if node == "__interrupt__":
+                    outcome.interrupt = _interrupt_view(update)
+                    continue
+                for message in (update or {}).get("messages", []) if isinstance(update, dict) else []:
+                    if isinstance(message, AIMessage):
+                        final = await self._on_ai_message(claim, message, outcome)
+                    elif isinstance(message, ToolMessage):
+                        await self._record(
+                            claim,
+                            "tool_result",
+                            {
+                                "tool_call_id": message.tool_call_id,
+                                "name": message.name,
+                                "content": _clip(message.text),
+                                "status": message.status,
+                            },
+                        )
+        if outcome.interrupt is None and final is not None:
+            outcome.reply = final.text.strip() or None
+
+    async def _on_ai_message(self, claim: Claim, message: AIMessage, outcome: Outcome) -> AIMessage | None:
+        outcome.model_calls += 1
+        usage = message.usage_metadata or {}
+        outcome.input_tokens += int(usage.get("input_tokens", 0))
+        outcome.output_tokens += int(usage.get("output_tokens", 0))
+        if message.tool_calls:
+            if message.text.strip():
+                outcome.events.append(("text", {"text": message.text}))
+            for call in message.tool_calls:
+                await self._record(
+                    claim, "tool_call", {"id": call.get("id"), "name": call["name"], "args": call["args"]}
+                )
+            return None
+        return message
+
+    async def _record(self, claim: Claim, type_: str, payload: dict[str, Any]) -> None:
+        async with self.db.transaction() as s:
+            run: Run = await fenced_run(s, claim)
+            await add_run_event(s, run, type_, payload)
+
+    async def forget(self, run_id: str) -> None:
+        """Delete a terminal run's transcript from the checkpointer."""
+        try:
+            await self.checkpointer.adelete_thread(run_id)
+        except Exception:  # recorded, never fatal: a leftover checkpoint is only disk space
+            log.exception("could not delete checkpoint of run %s", run_id)
+
+
+def _retryable(exc: Exception) -> bool:
+    return classify_model_error(exc).retryable
+
+
+def _interrupt_view(interrupts: Any) -> dict[str, Any]:
+    first = interrupts[0] if isinstance(interrupts, (list, tuple)) and interrupts else interrupts
+    value = getattr(first, "value", first)
+    if isinstance(value, dict) and "action_requests" in value:
+        return {
+            "kind": "approval",
+            "actions": [{"name": a["name"], "args": a.get("args", {})} for a in value["action_requests"]],
+        }
+    if isinstance(value, dict) and value.get("kind") == "question":
+        return {"kind": "question", "question": str(value.get("question", ""))}
+    return {"kind": "question", "question": str(value)}
+
+
+def _clip(text: str, limit: int = 4000) -> str:
+    return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more characters]"

@@ -1,0 +1,294 @@
+"""The scripted chat model: offline, deterministic, tool calling included (DESIGN §11).
+
+A bot whose model is ``"scripted"`` answers from ``model_settings.script``, a list of rules tried
+in order against the run's trigger text (the trigger messages' contents joined with newlines)::
+
+    {"match": "regex", "reply": "text; may use {trigger} {handle} {tool_result}",
+     "tool_calls": [{"name": "ask_human", "args": {"question": "Ship it?"}}]}
+
+- The first rule whose ``match`` is found (``re.search``) in the trigger text wins.
+- When the last input message is a tool result, the answer is the rule's ``reply`` (the default
+  reply when no rule matched) with ``{tool_result}`` set to that tool result's text.
+- Otherwise a rule with ``tool_calls`` answers with those calls (ids ``call_<n>``, numbered after
+  the calls already in the transcript) and no text; a rule without them answers ``reply`` at once.
+- No rule matched: ``(scripted) <handle> received N message(s).`` — never with an ``@``, so the
+  default reply never hands off to another bot.
+
+Placeholders are filled in one pass, so braces elsewhere in the text (JSON, code) are left alone
+and a trigger that itself contains ``{handle}`` is not expanded again. ``delay_ms`` adds a fixed
+latency to every model call (for load tests); usage counters report zero tokens.
+
+Scripts are checked with :func:`validate_script`; the API uses it to reject bad scripts and the
+model refuses to be built from one, so a broken rule is never silently skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import re
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from typing import Any
+
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    ToolCall,
+    ToolMessage,
+    UsageMetadata,
+)
+from langchain_core.messages.tool import tool_call_chunk
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import Field, model_validator
+
+__all__ = ["ScriptedChatModel", "default_reply", "validate_script"]
+
+_RULE_KEYS = ("match", "reply", "tool_calls")
+_TOOL_CALL_KEYS = ("name", "args")
+_PLACEHOLDER = re.compile(r"\{(trigger|handle|tool_result)\}")
+_CHUNK = re.compile(r"\S+\s*|\s+")  # a word and the whitespace after it (or leading whitespace)
+
+
+def _zero_usage() -> UsageMetadata:
+    return UsageMetadata(input_tokens=0, output_tokens=0, total_tokens=0)
+
+
+def validate_script(script: object) -> list[str]:
+    """Return the problems with ``script`` as human-readable sentences; empty when it is valid.
+
+    Problems are located JSON-path style (``script[1].match``) so an API client can find them.
+    """
+    if not isinstance(script, list):
+        return [f"script must be a list of rules, got {type(script).__name__}"]
+    problems: list[str] = []
+    for index, rule in enumerate(script):
+        where = f"script[{index}]"
+        if not isinstance(rule, dict):
+            problems.append(f"{where} must be an object with 'match' and 'reply', got {type(rule).__name__}")
+            continue
+        unknown = sorted(str(key) for key in rule if key not in _RULE_KEYS)
+        if unknown:
+            problems.append(
+                f"{where} has unknown key(s) {', '.join(map(repr, unknown))}; "
+                f"allowed: {', '.join(_RULE_KEYS)}"
+            )
+        match = rule.get("match")
+        if not isinstance(match, str):
+            problems.append(f"{where}.match is required and must be a regular expression string")
+        else:
+            try:
+                re.compile(match)
+            except re.error as exc:
+                problems.append(f"{where}.match is not a valid regular expression: {exc}")
+        if not isinstance(rule.get("reply"), str):
+            problems.append(f"{where}.reply is required and must be a string")
+        if "tool_calls" in rule:
+            problems.extend(_tool_call_problems(f"{where}.tool_calls", rule["tool_calls"]))
+    return problems
+
+
+def _tool_call_problems(where: str, tool_calls: object) -> list[str]:
+    if not isinstance(tool_calls, list) or not tool_calls:
+        return [f"{where} must be a non-empty list of {{'name', 'args'}} objects"]
+    problems: list[str] = []
+    for index, call in enumerate(tool_calls):
+        at = f"{where}[{index}]"
+        if not isinstance(call, dict):
+            problems.append(f"{at} must be an object with 'name' and 'args', got {type(call).__name__}")
+            continue
+        unknown = sorted(str(key) for key in call if key not in _TOOL_CALL_KEYS)
+        if unknown:
+            problems.append(f"{at} has unknown key(s) {', '.join(map(repr, unknown))}; allowed: name, args")
+        name = call.get("name")
+        if not isinstance(name, str) or not name.strip():
+            problems.append(f"{at}.name is required and must be a non-empty string")
+        if "args" in call and not isinstance(call["args"], dict):
+            problems.append(f"{at}.args must be an object")
+    return problems
+
+
+def default_reply(handle: str, trigger_count: int) -> str:
+    """The reply when no rule matches. It never contains ``@``, so it never hands off."""
+    name = handle.replace("@", "")
+    noun = "message" if trigger_count == 1 else "messages"
+    return f"(scripted) {name} received {trigger_count} {noun}."
+
+
+class ScriptedChatModel(BaseChatModel):
+    """A real chat model whose answers come from a script (see the module docstring)."""
+
+    handle: str
+    """The bot's handle, written without ``@``."""
+    script: list[dict[str, Any]] = Field(default_factory=list)
+    """Rules ``{"match", "reply", "tool_calls"?}`` tried in order."""
+    trigger_text: str = ""
+    """The run's trigger messages' contents joined with newlines; rules match against it."""
+    trigger_count: int = 1
+    """How many trigger messages the run has (for the default reply)."""
+    delay_ms: int = Field(default=0, ge=0)
+    """Fixed simulated latency added to every model call."""
+
+    @model_validator(mode="after")
+    def _check_script(self) -> ScriptedChatModel:
+        problems = validate_script(self.script)
+        if problems:
+            raise ValueError("invalid script: " + "; ".join(problems))
+        return self
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"handle": self.handle, "rules": len(self.script), "delay_ms": self.delay_ms}
+
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
+        *,
+        tool_choice: str | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        """Accept tools the way provider models do; the script decides which ones get called."""
+        formatted = [convert_to_openai_tool(tool) for tool in tools]
+        if tool_choice is not None:
+            kwargs["tool_choice"] = tool_choice
+        return self.bind(tools=formatted, **kwargs)
+
+    # -- deciding the answer -------------------------------------------------------------------
+
+    def _matched_rule(self) -> dict[str, Any] | None:
+        for rule in self.script:
+            if re.search(rule["match"], self.trigger_text):
+                return rule
+        return None
+
+    def _fill(self, text: str, tool_result: str) -> str:
+        values = {
+            "trigger": self.trigger_text,
+            "handle": self.handle.replace("@", ""),
+            "tool_result": tool_result,
+        }
+        return _PLACEHOLDER.sub(lambda m: values[m.group(1)], text)
+
+    def respond(self, messages: Sequence[BaseMessage]) -> AIMessage:
+        """The answer to ``messages`` (pure: no latency, no callbacks)."""
+        rule = self._matched_rule()
+        last = messages[-1] if messages else None
+        if isinstance(last, ToolMessage):
+            if rule is None:
+                return _text_message(default_reply(self.handle, self.trigger_count))
+            return _text_message(self._fill(rule["reply"], tool_result=last.text))
+        if rule is None:
+            return _text_message(default_reply(self.handle, self.trigger_count))
+        if rule.get("tool_calls"):
+            already = sum(len(m.tool_calls) for m in messages if isinstance(m, AIMessage))
+            calls = [
+                ToolCall(
+                    name=call["name"],
+                    args=copy.deepcopy(call.get("args", {})),
+                    id=f"call_{already + offset}",
+                    type="tool_call",
+                )
+                for offset, call in enumerate(rule["tool_calls"], start=1)
+            ]
+            return AIMessage(content="", tool_calls=calls, usage_metadata=_zero_usage())
+        return _text_message(self._fill(rule["reply"], tool_result=""))
+
+    # -- the BaseChatModel hooks ---------------------------------------------------------------
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        if self.delay_ms:
+            time.sleep(self.delay_ms / 1000)  # simulated model latency, not waiting for work
+        return ChatResult(generations=[ChatGeneration(message=self.respond(messages))])
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        if self.delay_ms:
+            await asyncio.sleep(self.delay_ms / 1000)
+        return ChatResult(generations=[ChatGeneration(message=self.respond(messages))])
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        # BaseChatModel reports each yielded chunk to the callbacks (on_llm_new_token) itself.
+        if self.delay_ms:
+            time.sleep(self.delay_ms / 1000)
+        yield from _chunks(self.respond(messages))
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        if self.delay_ms:
+            await asyncio.sleep(self.delay_ms / 1000)
+        for chunk in _chunks(self.respond(messages)):
+            yield chunk
+
+
+def _text_message(text: str) -> AIMessage:
+    return AIMessage(content=text, usage_metadata=_zero_usage())
+
+
+def _chunks(message: AIMessage) -> list[ChatGenerationChunk]:
+    """Split an answer into stream chunks: one per word, or one chunk carrying all tool calls.
+
+    The last chunk carries the (zero) usage and ``chunk_position="last"``, so the merged message
+    equals :meth:`ScriptedChatModel.respond`'s answer.
+    """
+    if message.tool_calls:
+        chunk_list = [
+            tool_call_chunk(name=call["name"], args=json.dumps(call["args"]), id=call["id"], index=index)
+            for index, call in enumerate(message.tool_calls)
+        ]
+        return [
+            ChatGenerationChunk(
+                message=AIMessageChunk(
+                    content="",
+                    tool_call_chunks=chunk_list,
+                    usage_metadata=_zero_usage(),
+                    chunk_position="last",
+                )
+            )
+        ]
+    pieces = _CHUNK.findall(message.text) or [""]
+    chunks: list[ChatGenerationChunk] = []
+    for index, piece in enumerate(pieces):
+        last = index == len(pieces) - 1
+        chunks.append(
+            ChatGenerationChunk(
+                message=AIMessageChunk(
+                    content=piece,
+                    usage_metadata=_zero_usage() if last else None,
+                    chunk_position="last" if last else None,
+                )
+            )
+        )
+    return chunks

@@ -1,0 +1,135 @@
+"""Threads: create, read, delete, and the reads the API and UI need."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from openbot.core.errors import InvalidArgument, NotFound
+from openbot.core.ids import new_id
+from openbot.runtime.team import get_actor
+from openbot.store.journal import append_event, log_activity, now
+from openbot.store.models import Actor, InboxItem, Message, Thread, ThreadParticipant
+from openbot.store.views import message_view, thread_view
+
+
+async def get_thread(session: AsyncSession, thread_id: str) -> Thread:
+    thread = await session.get(Thread, thread_id)
+    if thread is None:
+        raise NotFound(f"thread {thread_id} not found", {"thread_id": thread_id})
+    return thread
+
+
+async def participants(session: AsyncSession, thread_id: str) -> list[Actor]:
+    return list(
+        await session.scalars(
+            select(Actor)
+            .join(ThreadParticipant, ThreadParticipant.actor_id == Actor.id)
+            .where(ThreadParticipant.thread_id == thread_id)
+            .order_by(ThreadParticipant.joined_at, Actor.handle)
+        )
+    )
+
+
+async def view(session: AsyncSession, thread: Thread, *, actor: Actor | None = None) -> dict[str, Any]:
+    default = await session.get(Actor, thread.default_bot_id) if thread.default_bot_id else None
+    out = thread_view(thread, await participants(session, thread.id), default)
+    if actor is not None:
+        counts = dict(
+            (
+                await session.execute(
+                    select(InboxItem.kind, func.count())
+                    .where(
+                        InboxItem.actor_id == actor.id,
+                        InboxItem.thread_id == thread.id,
+                        InboxItem.status == "queued",
+                    )
+                    .group_by(InboxItem.kind)
+                )
+            ).all()
+        )
+        out["unread"] = int(counts.get("message", 0))
+        out["needs_action"] = int(counts.get("question", 0))
+    return out
+
+
+async def create_thread(session: AsyncSession, body: dict[str, Any]) -> Thread:
+    title = body.get("title") or ""
+    kind = body.get("kind") or "task"
+    if not isinstance(title, str) or len(title) > 500:
+        raise InvalidArgument("title must be a string of at most 500 characters", {"field": "title"})
+    if kind not in ("task", "channel"):
+        raise InvalidArgument("kind must be 'task' or 'channel'", {"field": "kind"})
+    handles = body.get("participants") or []
+    if not isinstance(handles, list) or not all(isinstance(h, str) for h in handles):
+        raise InvalidArgument("participants must be a list of handles", {"field": "participants"})
+    workdir = body.get("working_directory")
+    if workdir is not None and not isinstance(workdir, str):
+        raise InvalidArgument("working_directory must be a string", {"field": "working_directory"})
+    members = [await _actor(session, h, "participants") for h in dict.fromkeys(handles)]
+    default = None
+    if body.get("default_bot") is not None:
+        default = await _actor(session, body["default_bot"], "default_bot")
+        if default.kind != "bot":
+            raise InvalidArgument(f"@{default.handle} is not a bot", {"field": "default_bot"})
+    you = await session.scalar(select(Actor).where(Actor.handle == "you", Actor.deleted.is_(False)))
+    if you is not None and you not in members:
+        members.insert(0, you)  # the operator is in every thread they can see
+    if default is not None and default not in members:
+        members.append(default)
+    stamp = now()
+    thread = Thread(
+        id=new_id("thr"),
+        title=title,
+        kind=kind,
+        default_bot_id=default.id if default else None,
+        working_directory=workdir,
+        hop_limit_notified=False,
+        created_at=stamp,
+        last_message_at=None,
+    )
+    session.add(thread)
+    await session.flush()
+    for member in members:
+        session.add(ThreadParticipant(thread_id=thread.id, actor_id=member.id, joined_at=stamp))
+    await session.flush()
+    await append_event(session, "thread.updated", await view(session, thread), thread.id)
+    log_activity(session, "thread.created", f"thread {title or thread.id} created", thread_id=thread.id)
+    return thread
+
+
+async def _actor(session: AsyncSession, handle: Any, field: str) -> Actor:
+    if not isinstance(handle, str):
+        raise InvalidArgument(f"{field} must name handles", {"field": field})
+    try:
+        return await get_actor(session, handle)
+    except NotFound as exc:
+        raise InvalidArgument(
+            f"unknown handle @{handle} in {field}", {"field": field, "handle": handle}
+        ) from exc
+
+
+async def delete_thread(session: AsyncSession, thread_id: str) -> None:
+    thread = await get_thread(session, thread_id)
+    await session.delete(thread)
+    await append_event(session, "thread.updated", {"id": thread_id, "deleted": True}, thread_id)
+    log_activity(
+        session, "thread.deleted", f"thread {thread.title or thread_id} deleted", thread_id=thread_id
+    )
+
+
+async def list_messages(
+    session: AsyncSession, thread_id: str, *, after: str | None, limit: int
+) -> list[dict[str, Any]]:
+    await get_thread(session, thread_id)
+    stmt = (
+        select(Message, Actor)
+        .outerjoin(Actor, Actor.id == Message.sender_id)
+        .where(Message.thread_id == thread_id)
+    )
+    if after:
+        stmt = stmt.where(Message.id > after)
+    rows = (await session.execute(stmt.order_by(Message.id).limit(limit))).all()
+    return [message_view(m, a) for m, a in rows]

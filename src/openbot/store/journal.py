@@ -1,0 +1,92 @@
+"""The event journal and the activity log, both written inside the caller's transaction.
+
+Journal ids are the SSE ids. On PostgreSQL a transaction-scoped advisory lock makes ids commit in
+order, so a reader tailing ``id > last`` never skips a row that commits late.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import delete, func, select, text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from openbot.store.db import after_commit
+from openbot.store.models import ActivityLog, Event, Setting
+
+_JOURNAL_LOCK = 0x0B07
+_LOCKED = "openbot_journal_locked"
+_THREADS = "openbot_journal_threads"
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+async def append_event(
+    session: AsyncSession, type_: str, data: dict[str, Any], thread_id: str | None
+) -> None:
+    info = session.sync_session.info
+    if session.bind.dialect.name == "postgresql" and not info.get(_LOCKED):
+        await session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _JOURNAL_LOCK})
+        info[_LOCKED] = True
+    threads: set[str | None] | None = info.get(_THREADS)
+    if threads is None:
+        threads = info[_THREADS] = set()
+        database = info.get("database")
+        if database is not None:
+            after_commit(session, lambda: database.journal_committed(info.pop(_THREADS, set())))
+    threads.add(thread_id)
+    session.add(Event(type=type_, thread_id=thread_id, data=data, created_at=now()))
+
+
+def log_activity(
+    session: AsyncSession,
+    event: str,
+    summary: str,
+    *,
+    level: str = "info",
+    thread_id: str | None = None,
+    actor_id: str | None = None,
+    actor_handle: str | None = None,
+    run_id: str | None = None,
+    item_id: str | None = None,
+    message_id: str | None = None,
+    detail: dict[str, Any] | None = None,
+) -> None:
+    session.add(
+        ActivityLog(
+            event=event,
+            level=level,
+            summary=summary,
+            thread_id=thread_id,
+            actor_id=actor_id,
+            actor_handle=actor_handle,
+            run_id=run_id,
+            item_id=item_id,
+            message_id=message_id,
+            detail=detail or {},
+            created_at=now(),
+        )
+    )
+
+
+async def journal_floor(session: AsyncSession) -> int:
+    """Ids at or below this were pruned: replaying from before it needs a ``reset``."""
+    row = await session.get(Setting, "journal_pruned_through")
+    return int(row.value.get("id", 0)) if row else 0
+
+
+async def prune_journal(session: AsyncSession, older_than: datetime) -> int:
+    """Delete journal rows older than the retention period and remember how far we pruned."""
+    last = await session.scalar(select(func.max(Event.id)).where(Event.created_at < older_than))
+    if not last:
+        return 0
+    result = await session.execute(delete(Event).where(Event.id <= last))
+    row = await session.get(Setting, "journal_pruned_through")
+    if row is None:
+        session.add(Setting(key="journal_pruned_through", value={"id": int(last)}))
+    else:
+        row.value = {"id": int(last)}
+    return int(getattr(result, "rowcount", 0) or 0)

@@ -1,0 +1,293 @@
+"""Tables. Alembic migrations (``store/migrations``) are the only way the schema changes."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
+
+ACTIVE_RUN_STATUSES = ("queued", "running", "waiting_human")
+TERMINAL_RUN_STATUSES = ("completed", "failed", "cancelled")
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC datetimes on both backends (SQLite stores them naive)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON, list[str]: JSON, datetime: UTCDateTime}
+
+
+class Actor(Base):
+    __tablename__ = "actors"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16))  # bot | human | external
+    handle: Mapped[str] = mapped_column(String(32), unique=True)
+    name: Mapped[str] = mapped_column(String(200))
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    deleted: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+    __table_args__ = (CheckConstraint("kind in ('bot', 'human', 'external')", name="ck_actor_kind"),)
+
+
+class BotProfile(Base):
+    __tablename__ = "bot_profiles"
+
+    actor_id: Mapped[str] = mapped_column(ForeignKey("actors.id", ondelete="CASCADE"), primary_key=True)
+    description: Mapped[str] = mapped_column(Text, default="")
+    instructions: Mapped[str] = mapped_column(Text, default="")
+    model: Mapped[str] = mapped_column(String(200))
+    model_settings: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    tools: Mapped[list[str]] = mapped_column(default=list)
+    approval_tools: Mapped[list[str]] = mapped_column(default=list)
+    memory_enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    max_parallel_threads: Mapped[int] = mapped_column(Integer, default=1)
+    version: Mapped[int] = mapped_column(Integer, default=1)
+
+
+class ExternalProfile(Base):
+    __tablename__ = "external_profiles"
+
+    actor_id: Mapped[str] = mapped_column(ForeignKey("actors.id", ondelete="CASCADE"), primary_key=True)
+    webhook_url: Mapped[str | None] = mapped_column(Text)
+    webhook_secret: Mapped[str | None] = mapped_column(Text)
+
+
+class Thread(Base):
+    __tablename__ = "threads"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    title: Mapped[str] = mapped_column(String(500), default="")
+    kind: Mapped[str] = mapped_column(String(16), default="task")
+    default_bot_id: Mapped[str | None] = mapped_column(ForeignKey("actors.id", ondelete="SET NULL"))
+    working_directory: Mapped[str | None] = mapped_column(Text)
+    hop_limit_notified: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime]
+    last_message_at: Mapped[datetime | None]
+
+    __table_args__ = (CheckConstraint("kind in ('task', 'channel')", name="ck_thread_kind"),)
+
+
+class ThreadParticipant(Base):
+    __tablename__ = "thread_participants"
+
+    thread_id: Mapped[str] = mapped_column(ForeignKey("threads.id", ondelete="CASCADE"), primary_key=True)
+    actor_id: Mapped[str] = mapped_column(ForeignKey("actors.id", ondelete="CASCADE"), primary_key=True)
+    joined_at: Mapped[datetime]
+
+
+class Message(Base):
+    __tablename__ = "messages"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    thread_id: Mapped[str] = mapped_column(ForeignKey("threads.id", ondelete="CASCADE"))
+    sender_id: Mapped[str | None] = mapped_column(ForeignKey("actors.id", ondelete="SET NULL"))
+    content: Mapped[str] = mapped_column(Text)
+    mentions: Mapped[list[str]] = mapped_column(default=list)
+    hop: Mapped[int] = mapped_column(Integer, default=0)
+    run_id: Mapped[str | None] = mapped_column(String(40))
+    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", default=dict)
+    created_at: Mapped[datetime]
+
+    __table_args__ = (Index("ix_messages_thread", "thread_id", "id"),)
+
+
+class InboxItem(Base):
+    __tablename__ = "inbox_items"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    actor_id: Mapped[str] = mapped_column(ForeignKey("actors.id", ondelete="CASCADE"))
+    thread_id: Mapped[str] = mapped_column(ForeignKey("threads.id", ondelete="CASCADE"), nullable=False)
+    kind: Mapped[str] = mapped_column(String(16))  # message | question | resume
+    message_id: Mapped[str | None] = mapped_column(ForeignKey("messages.id", ondelete="CASCADE"))
+    run_id: Mapped[str | None] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    status: Mapped[str] = mapped_column(
+        String(16), default="queued"
+    )  # queued|processing|done|cancelled|failed
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    claimed_by_run: Mapped[str | None] = mapped_column(String(40))  # the run that took this item
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+    __table_args__ = (
+        CheckConstraint("kind in ('message', 'question', 'resume')", name="ck_item_kind"),
+        CheckConstraint(
+            "(kind = 'message' AND message_id IS NOT NULL AND run_id IS NULL) OR "
+            "(kind <> 'message' AND run_id IS NOT NULL AND message_id IS NULL)",
+            name="ck_item_points_at_one_thing",
+        ),
+        Index("ix_inbox_actor_status", "actor_id", "status", "id"),
+        Index("ix_inbox_thread", "thread_id", "actor_id", "status"),
+    )
+
+
+class Run(Base):
+    __tablename__ = "runs"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    bot_id: Mapped[str] = mapped_column(ForeignKey("actors.id", ondelete="CASCADE"))
+    thread_id: Mapped[str] = mapped_column(ForeignKey("threads.id", ondelete="CASCADE"))
+    status: Mapped[str] = mapped_column(String(16))
+    trigger_message_ids: Mapped[list[str]] = mapped_column(default=list)
+    interrupt: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    error: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    hop: Mapped[int] = mapped_column(Integer, default=0)  # max hop of the triggers
+    input_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    output_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    model_calls: Mapped[int] = mapped_column(Integer, default=0)
+    lease_owner: Mapped[str | None] = mapped_column(String(64))
+    lease_token: Mapped[int] = mapped_column(Integer, default=0)
+    lease_expires_at: Mapped[datetime | None]
+    created_at: Mapped[datetime]
+    started_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]
+
+    __table_args__ = (
+        CheckConstraint(
+            "status in ('queued', 'running', 'waiting_human', 'completed', 'failed', 'cancelled')",
+            name="ck_run_status",
+        ),
+        # Invariant 3, second half, enforced by the database across processes: never two runs of
+        # one bot in flight in one thread.
+        Index(
+            "uq_runs_one_active_per_bot_thread",
+            "bot_id",
+            "thread_id",
+            unique=True,
+            sqlite_where=text("status in ('queued', 'running', 'waiting_human')"),
+            postgresql_where=text("status in ('queued', 'running', 'waiting_human')"),
+        ),
+        Index("ix_runs_thread", "thread_id", "id"),
+        Index("ix_runs_status", "status"),
+    )
+
+
+class RunEvent(Base):
+    __tablename__ = "run_events"
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True)
+    type: Mapped[str] = mapped_column(String(32))
+    payload: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[datetime]
+
+
+class HeldHandoff(Base):
+    """A hand-off held because its sender still had mail in the thread (invariant 8)."""
+
+    __tablename__ = "held_handoffs"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    thread_id: Mapped[str] = mapped_column(ForeignKey("threads.id", ondelete="CASCADE"))
+    sender_id: Mapped[str] = mapped_column(ForeignKey("actors.id", ondelete="CASCADE"))
+    target_id: Mapped[str] = mapped_column(ForeignKey("actors.id", ondelete="CASCADE"))
+    message_id: Mapped[str] = mapped_column(ForeignKey("messages.id", ondelete="CASCADE"))
+    status: Mapped[str] = mapped_column(String(16), default="pending")  # pending|released|superseded
+    created_at: Mapped[datetime]
+
+    __table_args__ = (Index("ix_held_sender", "thread_id", "sender_id", "status"),)
+
+
+class TodoList(Base):
+    __tablename__ = "thread_todo_lists"
+
+    thread_id: Mapped[str] = mapped_column(ForeignKey("threads.id", ondelete="CASCADE"), primary_key=True)
+    bot_id: Mapped[str] = mapped_column(ForeignKey("actors.id", ondelete="CASCADE"), primary_key=True)
+    todos: Mapped[list[Any]] = mapped_column(default=list)
+    updated_at: Mapped[datetime]
+
+
+class ActivityLog(Base):
+    """The diagnostic timeline. No foreign keys: it outlives what it describes."""
+
+    __tablename__ = "activity_log"
+
+    id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
+    )
+    event: Mapped[str] = mapped_column(String(64))
+    level: Mapped[str] = mapped_column(String(16), default="info")
+    summary: Mapped[str] = mapped_column(Text)
+    thread_id: Mapped[str | None] = mapped_column(String(40))
+    actor_id: Mapped[str | None] = mapped_column(String(40))
+    actor_handle: Mapped[str | None] = mapped_column(String(32))
+    run_id: Mapped[str | None] = mapped_column(String(40))
+    item_id: Mapped[str | None] = mapped_column(String(40))
+    message_id: Mapped[str | None] = mapped_column(String(40))
+    detail: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[datetime]
+
+    __table_args__ = (Index("ix_activity_thread", "thread_id", "id"),)
+
+
+class Event(Base):
+    """The journal (transactional outbox): one row per durable change, same transaction."""
+
+    __tablename__ = "events"
+
+    id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
+    )
+    type: Mapped[str] = mapped_column(String(64))
+    thread_id: Mapped[str | None] = mapped_column(String(40))
+    data: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[datetime]
+
+    __table_args__ = (Index("ix_events_thread", "thread_id", "id"),)
+
+
+class Setting(Base):
+    __tablename__ = "settings"
+
+    key: Mapped[str] = mapped_column(String(100), primary_key=True)
+    value: Mapped[dict[str, Any]] = mapped_column(default=dict)
+
+
+__all__ = [
+    "ACTIVE_RUN_STATUSES",
+    "TERMINAL_RUN_STATUSES",
+    "ActivityLog",
+    "Actor",
+    "Base",
+    "BotProfile",
+    "Event",
+    "ExternalProfile",
+    "HeldHandoff",
+    "InboxItem",
+    "Message",
+    "Run",
+    "RunEvent",
+    "Setting",
+    "Thread",
+    "ThreadParticipant",
+    "TodoList",
+    "UniqueConstraint",
+]

@@ -1,0 +1,120 @@
+"""Rows to the JSON shapes of the HTTP contract (shared/API.md). Used by REST and the journal."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from openbot.store.models import Actor, BotProfile, InboxItem, Message, Run, RunEvent, Thread
+
+
+def iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def actor_ref(actor: Actor | None) -> dict[str, str] | None:
+    return {"handle": actor.handle, "kind": actor.kind} if actor else None
+
+
+def actor_view(actor: Actor, external: Any = None) -> dict[str, Any]:
+    view: dict[str, Any] = {
+        "id": actor.id,
+        "handle": actor.handle,
+        "kind": actor.kind,
+        "name": actor.name,
+        "enabled": actor.enabled,
+        "created_at": iso(actor.created_at),
+    }
+    if external is not None:
+        view["webhook_url"] = external.webhook_url
+    return view
+
+
+def bot_view(actor: Actor, profile: BotProfile) -> dict[str, Any]:
+    return {
+        "id": actor.id,
+        "handle": actor.handle,
+        "name": actor.name,
+        "description": profile.description,
+        "instructions": profile.instructions,
+        "model": profile.model,
+        "model_settings": profile.model_settings,
+        "tools": profile.tools,
+        "approval_tools": profile.approval_tools,
+        "memory_enabled": profile.memory_enabled,
+        "enabled": actor.enabled,
+        "max_parallel_threads": profile.max_parallel_threads,
+        "created_at": iso(actor.created_at),
+    }
+
+
+def message_view(message: Message, sender: Actor | None) -> dict[str, Any]:
+    return {
+        "id": message.id,
+        "thread_id": message.thread_id,
+        "sender": actor_ref(sender),
+        "content": message.content,
+        "mentions": message.mentions,
+        "hop": message.hop,
+        "run_id": message.run_id,
+        "metadata": message.metadata_,
+        "created_at": iso(message.created_at),
+    }
+
+
+def thread_view(thread: Thread, participants: list[Actor], default_bot: Actor | None) -> dict[str, Any]:
+    return {
+        "id": thread.id,
+        "title": thread.title,
+        "kind": thread.kind,
+        "default_bot": default_bot.handle if default_bot else None,
+        "working_directory": thread.working_directory,
+        "participants": [{"handle": a.handle, "kind": a.kind} for a in participants],
+        "created_at": iso(thread.created_at),
+        "last_message_at": iso(thread.last_message_at),
+    }
+
+
+def run_view(run: Run, bot_handle: str) -> dict[str, Any]:
+    return {
+        "id": run.id,
+        "bot": bot_handle,
+        "thread_id": run.thread_id,
+        "status": run.status,
+        "trigger_message_ids": run.trigger_message_ids,
+        "interrupt": run.interrupt,
+        "error": run.error,
+        "usage": {
+            "input_tokens": run.input_tokens,
+            "output_tokens": run.output_tokens,
+            "model_calls": run.model_calls,
+        },
+        "hop": run.hop,
+        "created_at": iso(run.created_at),
+        "started_at": iso(run.started_at),
+        "finished_at": iso(run.finished_at),
+    }
+
+
+def run_event_view(event: RunEvent, thread_id: str) -> dict[str, Any]:
+    return {
+        "run_id": event.run_id,
+        "thread_id": thread_id,
+        "seq": event.seq,
+        "type": event.type,
+        "payload": event.payload,
+        "created_at": iso(event.created_at),
+    }
+
+
+def item_view(item: InboxItem) -> dict[str, Any]:
+    return {
+        "id": item.id,
+        "kind": item.kind,
+        "thread_id": item.thread_id,
+        "message_id": item.message_id,
+        "run_id": item.run_id,
+        "status": item.status,
+        "attempts": item.attempts,
+        "created_at": iso(item.created_at),
+    }
