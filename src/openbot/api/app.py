@@ -43,6 +43,8 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
         redoc_url=None,
         openapi_url="/openapi.json",
     )
+    if runtime is not None:
+        app.state.runtime = runtime
     errors.install(app)
     protected = [Depends(require_token)]
     for module in (observability, team, threads, runs):

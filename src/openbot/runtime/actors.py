@@ -52,6 +52,7 @@ class BotWorker:
     async def drain(self) -> None:
         system = self.system
         while True:
+            await system.unpaused.wait()
             await system.slots.acquire()
             try:
                 claim = await system.claim(self.bot_id)
@@ -76,6 +77,8 @@ class ActorSystem:
         self.in_flight: dict[str, asyncio.Task[None]] = {}  # run id → task
         self._group: asyncio.TaskGroup | None = None
         self._tick = asyncio.Event()
+        self.unpaused = asyncio.Event()
+        self.unpaused.set()
         self._started = asyncio.Event()
         delivery.wake = self.notify
 
@@ -86,8 +89,8 @@ class ActorSystem:
             self._group = group
             await self.recover()
             group.create_task(self._maintain(), name="openbot-maintain")
-            self._started.set()
             await self.wake_queued()
+            self._started.set()
             await asyncio.Future()  # until cancelled
 
     async def started(self) -> None:
@@ -115,6 +118,14 @@ class ActorSystem:
                 )
             ).all()
         self.notify(bot_ids)
+
+    def pause(self) -> None:
+        """Stop starting runs (in-flight runs finish). Tests use it to stage mail; operators to drain."""
+        self.unpaused.clear()
+
+    def unpause(self) -> None:
+        self.unpaused.set()
+        self.changed()
 
     # ── claiming and running ─────────────────────────────────────────────────────────────────
     async def claim(self, bot_id: str) -> Claim | None:
@@ -146,11 +157,12 @@ class ActorSystem:
             log.exception("run %s could not be finished", claim.run_id)
             await self._fail(claim.run_id, "internal", "the run could not be finished; see the server log")
         finally:
-            self.in_flight.pop(claim.run_id, None)
             self.slots.release()
             if terminal:
                 await self.runner.forget(claim.run_id)
-            self.notify([claim.bot_id, *woken])
+            self.notify([claim.bot_id, *woken])  # before leaving in_flight: idle never flickers
+            self.in_flight.pop(claim.run_id, None)
+            self.changed()
 
     async def cancel(self, run_id: str) -> None:
         """Cancel a run's task in this process, if it has one (the API wrote the end already)."""

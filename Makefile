@@ -1,0 +1,39 @@
+PY ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test install install-dev lint types pytest bench clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV) || python3 -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+install: $(BIN)/python
+	$(BIN)/pip install -q -e .
+
+install-dev: $(BIN)/python
+	$(BIN)/pip install -q -e '.[dev]'
+
+## make run: install and start the server on the embedded SQLite database under .openbot/
+run: install
+	$(BIN)/openbot serve --host $(HOST) --port $(PORT) --data-dir .openbot
+
+## make test: install dev extras, then ruff, mypy (strict on openbot.core) and pytest
+test: install-dev lint types pytest
+
+lint:
+	$(BIN)/ruff check src tests benchmarks
+
+types:
+	$(BIN)/mypy
+
+pytest:
+	$(BIN)/pytest -q
+
+bench: install-dev
+	$(BIN)/python -m benchmarks.run
+
+clean:
+	rm -rf $(VENV) .openbot .pytest_cache .mypy_cache .ruff_cache

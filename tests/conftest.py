@@ -1,0 +1,145 @@
+"""Shared fixtures: a runtime per test on SQLite, and on PostgreSQL when OPENBOT_TEST_DATABASE_URL is set.
+
+Real model providers are forbidden for the whole test session (OPENBOT_FORBID_REAL_MODELS=1).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import select, text
+
+os.environ["OPENBOT_FORBID_REAL_MODELS"] = "1"
+for _key in ("OPENBOT_MODEL", "OPENBOT_API_TOKEN", "OPENBOT_DATABASE_URL"):
+    os.environ.pop(_key, None)
+
+from openbot.api.app import create_app  # noqa: E402
+from openbot.config import Settings  # noqa: E402
+from openbot.runtime import threads  # noqa: E402
+from openbot.runtime.engine import Runtime  # noqa: E402
+from openbot.runtime.team import get_actor, update_bot  # noqa: E402
+from openbot.store.models import Base, InboxItem, Message, Run, Thread  # noqa: E402
+
+PG_URL = os.environ.get("OPENBOT_TEST_DATABASE_URL")
+BACKENDS = ["sqlite", *(["postgresql"] if PG_URL else [])]
+
+
+async def reset_postgres(url: str) -> None:
+    """Empty every table (ours and the checkpointer's) so each test starts from a fresh install."""
+    import asyncio
+
+    from openbot.store.db import Database
+    from openbot.store.migrate import upgrade
+
+    await asyncio.to_thread(upgrade, url)
+    db = Database(url)
+    async with db.engine.begin() as conn:
+        names = ", ".join(t.name for t in Base.metadata.sorted_tables)
+        extra = await conn.execute(
+            text(
+                "SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename LIKE 'checkpoint%'"
+            )
+        )
+        lg = [r[0] for r in extra if r[0] != "checkpoint_migrations"]
+        await conn.execute(text(f"TRUNCATE {', '.join([names, *lg])} RESTART IDENTITY CASCADE"))
+    await db.dispose()
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def settings(tmp_path: Path, backend: str) -> Settings:
+    return Settings(
+        data_dir=tmp_path / "data",
+        database_url=PG_URL if backend == "postgresql" else None,
+        poll_seconds=0.5,
+        lease_seconds=30,
+    )
+
+
+@pytest.fixture
+async def rt(settings: Settings) -> AsyncIterator[Runtime]:
+    if settings.database_url:
+        await reset_postgres(settings.database_url)
+    async with Runtime(settings) as runtime:
+        yield runtime
+
+
+class Team:
+    """Test-side helpers over a runtime: threads, posts, scripts, reads, and waiting for idle."""
+
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
+
+    async def thread(self, title: str = "t", **body: Any) -> str:
+        async with self.rt.db.transaction() as s:
+            thread = await threads.create_thread(s, {"title": title, **body})
+            return thread.id
+
+    async def post(
+        self, thread_id: str, content: str, sender: str = "you", to: list[str] | None = None
+    ) -> Any:
+        async with self.rt.db.transaction() as s:
+            thread = await threads.get_thread(s, thread_id)
+            actor = await get_actor(s, sender)
+            return await self.rt.delivery.post(s, thread, content, sender=actor, to=to or [])
+
+    async def script(self, handle: str, rules: list[dict[str, Any]], **extra: Any) -> None:
+        settings = {"script": rules, **{k: v for k, v in extra.items() if k in ("delay_ms",)}}
+        body: dict[str, Any] = {"model": "scripted", "model_settings": settings}
+        body.update({k: v for k, v in extra.items() if k not in ("delay_ms",)})
+        async with self.rt.db.transaction() as s:
+            await update_bot(s, handle, body)
+
+    async def idle(self) -> None:
+        await self.rt.system.run_until_idle()
+
+    async def messages(self, thread_id: str) -> list[dict[str, Any]]:
+        async with self.rt.db.read() as s:
+            return await threads.list_messages(s, thread_id, after=None, limit=10_000)
+
+    async def runs(self, thread_id: str | None = None) -> list[Run]:
+        async with self.rt.db.read() as s:
+            stmt = select(Run).order_by(Run.id)
+            if thread_id:
+                stmt = stmt.where(Run.thread_id == thread_id)
+            return list(await s.scalars(stmt))
+
+    async def items(self, handle: str, **filters: Any) -> list[InboxItem]:
+        async with self.rt.db.read() as s:
+            actor = await get_actor(s, handle)
+            stmt = select(InboxItem).where(InboxItem.actor_id == actor.id)
+            for key, value in filters.items():
+                stmt = stmt.where(getattr(InboxItem, key) == value)
+            return list(await s.scalars(stmt.order_by(InboxItem.id)))
+
+    async def thread_row(self, thread_id: str) -> Thread:
+        async with self.rt.db.read() as s:
+            row = await s.get(Thread, thread_id)
+            assert row is not None
+            return row
+
+    async def message_count(self) -> int:
+        async with self.rt.db.read() as s:
+            return len(list(await s.scalars(select(Message.id))))
+
+
+@pytest.fixture
+def team(rt: Runtime) -> Team:
+    return Team(rt)
+
+
+@pytest.fixture
+async def client(rt: Runtime) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(runtime=rt)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
+        yield c
