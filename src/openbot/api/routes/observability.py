@@ -13,6 +13,7 @@ from sse_starlette import EventSourceResponse
 from openbot import PROTOCOL_VERSION, __version__
 from openbot.api.deps import RuntimeDep
 from openbot.core.errors import InvalidArgument
+from openbot.runtime.bus import Signal
 from openbot.store.journal import journal_floor
 from openbot.store.models import ActivityLog, Actor, Event, InboxItem, Run
 from openbot.store.views import iso
@@ -132,21 +133,24 @@ async def events(
     async def stream() -> AsyncIterator[dict[str, Any]]:
         last = head if reset else start
         try:
+            yield {"comment": "connected"}
             if reset:
                 yield {
                     "event": "reset",
                     "id": str(head),
                     "data": json.dumps({"reason": "journal pruned", "head": head}),
                 }
+            signal: Signal | None = None
             while True:
-                async for item in _replay(rt, thread_id, last):
-                    last = int(item["id"])
-                    yield item
+                if signal is None or signal.type == "journal":
+                    async for item in _replay(rt, thread_id, last):
+                        last = int(item["id"])
+                        yield item
+                else:  # live-only events keep their order relative to the journal signals
+                    yield {"event": signal.type, "data": json.dumps(signal.data)}
                 if await request.is_disconnected():
                     return
                 signal = await sub.next(timeout=rt.settings.poll_seconds)
-                if signal is not None and signal.type != "journal":
-                    yield {"event": signal.type, "data": json.dumps(signal.data)}
         finally:
             sub.close()
 

@@ -1,0 +1,281 @@
+"""The HTTP contract (shared/API.md): shapes, bad input with stable codes and nothing written."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+from conftest import Team
+
+
+def _error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert set(body) == {"error"} and body["error"]["code"] == code and body["error"]["message"]
+    return dict(body["error"])
+
+
+async def test_info_health_and_openapi(client: httpx.AsyncClient) -> None:
+    info = (await client.get("/api/v1")).json()
+    assert info["name"] == "openbot" and info["protocol_version"] == 1 and info["version"]
+    assert (await client.get("/api/v1/health")).json() == {"ok": True}
+    schema = (await client.get("/openapi.json")).json()
+    assert "/api/v1/threads/{thread_id}/messages" in schema["paths"]
+
+
+async def test_seeded_team_and_bot_shape(client: httpx.AsyncClient) -> None:
+    bots = (await client.get("/api/v1/bots")).json()["items"]
+    assert [b["handle"] for b in bots] == ["chief_of_staff", "engineer", "reviewer", "qa"]
+    keys = {
+        "id",
+        "handle",
+        "name",
+        "description",
+        "instructions",
+        "model",
+        "model_settings",
+        "tools",
+        "approval_tools",
+        "memory_enabled",
+        "enabled",
+        "max_parallel_threads",
+    }
+    assert keys <= set(bots[0]) and bots[0]["model"] == "scripted"
+    actors = (await client.get("/api/v1/actors")).json()["items"]
+    assert {"handle": "you", "kind": "human"}.items() <= actors[0].items()
+
+
+async def test_post_and_read_messages_over_http(client: httpx.AsyncClient, team: Team) -> None:
+    created = await client.post("/api/v1/threads", json={"title": "Ship", "participants": ["engineer"]})
+    assert created.status_code == 201
+    thread = created.json()
+    assert {"id", "title", "kind", "default_bot", "participants", "created_at", "last_message_at"} <= set(
+        thread
+    )
+    posted = await client.post(f"/api/v1/threads/{thread['id']}/messages", json={"content": "@engineer go"})
+    assert posted.status_code == 201
+    assert posted.json()["addressed"] == ["engineer"] and posted.json()["held"] == []
+    await team.idle()
+    messages = (await client.get(f"/api/v1/threads/{thread['id']}/messages")).json()["items"]
+    assert [m["sender"]["handle"] for m in messages] == ["you", "engineer"]
+    after = (
+        await client.get(f"/api/v1/threads/{thread['id']}/messages", params={"after": messages[0]["id"]})
+    ).json()
+    assert [m["id"] for m in after["items"]] == [messages[1]["id"]]
+    runs = (await client.get("/api/v1/runs", params={"thread_id": thread["id"]})).json()["items"]
+    assert runs[0]["status"] == "completed" and runs[0]["bot"] == "engineer"
+    run = (await client.get(f"/api/v1/runs/{runs[0]['id']}")).json()
+    assert run["trigger_message_ids"] == [messages[0]["id"]] and run["events"][-1]["type"] == "message"
+
+
+async def test_malformed_json_is_refused_and_nothing_written(client: httpx.AsyncClient, team: Team) -> None:
+    thread = await team.thread()
+    before = await team.message_count()
+    response = await client.post(
+        f"/api/v1/threads/{thread}/messages",
+        content=b"{not json",
+        headers={"content-type": "application/json"},
+    )
+    _error(response, 422, "invalid_argument")
+    assert await team.message_count() == before
+
+
+async def test_unknown_thread_is_not_found(client: httpx.AsyncClient) -> None:
+    _error(await client.get("/api/v1/threads/thr_nope"), 404, "not_found")
+    _error(await client.post("/api/v1/threads/thr_nope/messages", json={"content": "hi"}), 404, "not_found")
+
+
+async def test_bad_and_duplicate_handles(client: httpx.AsyncClient, team: Team) -> None:
+    _error(await client.post("/api/v1/bots", json={"handle": "Bad Handle!"}), 422, "invalid_argument")
+    _error(await client.post("/api/v1/bots", json={"handle": "x"}), 422, "invalid_argument")
+    _error(await client.post("/api/v1/bots", json={"handle": "engineer"}), 409, "conflict")
+    _error(await client.post("/api/v1/actors", json={"kind": "human", "handle": "you"}), 409, "conflict")
+    thread = await team.thread()
+    before = await team.message_count()
+    _error(
+        await client.post(f"/api/v1/threads/{thread}/messages", json={"content": "hi", "to": ["ghost"]}),
+        422,
+        "invalid_argument",
+    )
+    _error(
+        await client.post(f"/api/v1/threads/{thread}/messages", json={"content": "hi", "from": "ghost"}),
+        422,
+        "invalid_argument",
+    )
+    assert await team.message_count() == before
+    bots = (await client.get("/api/v1/bots")).json()["items"]
+    assert len(bots) == 4
+
+
+async def test_oversized_body_is_refused_before_parsing(client: httpx.AsyncClient, team: Team) -> None:
+    thread = await team.thread()
+    big = json.dumps({"content": "x" * (1024 * 1024 + 10)}).encode()
+    response = await client.post(
+        f"/api/v1/threads/{thread}/messages", content=big, headers={"content-type": "application/json"}
+    )
+    _error(response, 413, "payload_too_large")
+    assert await team.message_count() == 0
+
+
+async def test_resume_of_a_run_that_is_not_waiting_is_a_conflict(
+    client: httpx.AsyncClient, team: Team
+) -> None:
+    thread = await team.thread()
+    await team.post(thread, "@engineer hi")
+    await team.idle()
+    run = (await team.runs(thread))[0]
+    _error(await client.post(f"/api/v1/runs/{run.id}/resume", json={"answer": "x"}), 409, "conflict")
+    _error(await client.post(f"/api/v1/runs/{run.id}/cancel"), 409, "conflict")
+    _error(await client.post("/api/v1/runs/run_nope/resume", json={"answer": "x"}), 404, "not_found")
+
+
+async def test_resume_body_that_does_not_fit_the_interrupt(client: httpx.AsyncClient, team: Team) -> None:
+    await team.script(
+        "engineer",
+        [{"match": ".", "reply": "ok", "tool_calls": [{"name": "ask_human", "args": {"question": "Ship?"}}]}],
+    )
+    await team.script(
+        "qa",
+        [
+            {
+                "match": ".",
+                "reply": "saved: {tool_result}",
+                "tool_calls": [
+                    {"name": "todo_write", "args": {"todos": [{"content": "retest", "status": "pending"}]}}
+                ],
+            }
+        ],
+        approval_tools=["todo_write"],
+    )
+    thread = await team.thread()
+    await team.post(thread, "@engineer @qa go")
+    await team.idle()
+    runs = {r.bot_id: r for r in await team.runs(thread)}
+    assert all(r.status == "waiting_human" for r in runs.values())
+    question = next(r for r in runs.values() if r.interrupt and r.interrupt["kind"] == "question")
+    approval = next(r for r in runs.values() if r.interrupt and r.interrupt["kind"] == "approval")
+    assert approval.interrupt == {
+        "kind": "approval",
+        "actions": [{"name": "todo_write", "args": {"todos": [{"content": "retest", "status": "pending"}]}}],
+    }
+    for body in ({"decisions": [{"type": "approve"}]}, {}, {"answer": ""}, {"answer": 3}):
+        _error(await client.post(f"/api/v1/runs/{question.id}/resume", json=body), 422, "invalid_argument")
+    for body in (
+        {"answer": "yes"},
+        {"decisions": []},
+        {"decisions": [{"type": "maybe"}]},
+        {"decisions": [{"type": "edit"}]},
+        {"decisions": [{"type": "approve"}, {"type": "approve"}]},
+    ):
+        _error(await client.post(f"/api/v1/runs/{approval.id}/resume", json=body), 422, "invalid_argument")
+    assert (await client.get(f"/api/v1/runs/{question.id}")).json()["status"] == "waiting_human"
+    assert not await team.items("engineer", kind="resume")
+
+
+async def test_approve_edit_and_reject_decisions(client: httpx.AsyncClient, team: Team) -> None:
+    await team.script(
+        "qa",
+        [
+            {
+                "match": ".",
+                "reply": "result: {tool_result}",
+                "tool_calls": [
+                    {"name": "todo_write", "args": {"todos": [{"content": "a", "status": "pending"}]}}
+                ],
+            }
+        ],
+        approval_tools=["todo_write"],
+    )
+    outcomes = {}
+    for decision in (
+        {"type": "approve"},
+        {"type": "edit", "args": {"todos": [{"content": "b", "status": "completed"}]}},
+        {"type": "reject", "message": "not now"},
+    ):
+        thread = await team.thread()
+        await team.post(thread, "@qa save")
+        await team.idle()
+        run = (await team.runs(thread))[0]
+        response = await client.post(f"/api/v1/runs/{run.id}/resume", json={"decisions": [decision]})
+        assert response.status_code == 202
+        await team.idle()
+        assert (await client.get(f"/api/v1/runs/{run.id}")).json()["status"] == "completed"
+        outcomes[decision["type"]] = (await team.messages(thread))[-1]["content"]
+    assert "Saved 1 todo(s), 0 completed." in outcomes["approve"]
+    assert "1 completed" in outcomes["edit"]
+    assert "not now" in outcomes["reject"] and "Saved" not in outcomes["reject"]
+
+
+async def test_cancel_a_waiting_run_unparks_the_thread(client: httpx.AsyncClient, team: Team) -> None:
+    await team.script(
+        "engineer",
+        [
+            {
+                "match": "ask",
+                "reply": "ok",
+                "tool_calls": [{"name": "ask_human", "args": {"question": "Ship?"}}],
+            }
+        ],
+    )
+    thread = await team.thread()
+    await team.post(thread, "@engineer ask")
+    await team.idle()
+    await team.post(thread, "@engineer more")
+    await team.idle()
+    run = (await team.runs(thread))[0]
+    response = await client.post(f"/api/v1/runs/{run.id}/cancel")
+    assert response.status_code == 202 and response.json()["status"] == "cancelled"
+    await team.idle()
+    statuses = [r.status for r in await team.runs(thread)]
+    assert statuses == ["cancelled", "completed"]
+    kinds = [m["metadata"].get("kind") for m in await team.messages(thread)]
+    assert "run_cancelled" in kinds
+    assert [i.status for i in await team.items("you", kind="question")] == ["cancelled"]
+
+
+async def test_delete_bot_refuses_while_it_has_open_runs(client: httpx.AsyncClient, team: Team) -> None:
+    await team.script(
+        "engineer",
+        [{"match": ".", "reply": "ok", "tool_calls": [{"name": "ask_human", "args": {"question": "?"}}]}],
+    )
+    thread = await team.thread()
+    await team.post(thread, "@engineer go")
+    await team.idle()
+    _error(await client.delete("/api/v1/bots/engineer"), 409, "conflict")
+    assert (await client.delete("/api/v1/bots/reviewer")).status_code == 204
+    _error(await client.get("/api/v1/bots/reviewer"), 404, "not_found")
+    created = await client.post("/api/v1/bots", json={"handle": "reviewer"})  # the handle is free again
+    assert created.status_code == 201
+
+
+async def test_patch_is_partial_and_validates_the_script(client: httpx.AsyncClient) -> None:
+    response = await client.patch("/api/v1/bots/qa", json={"description": "tests things"})
+    assert response.status_code == 200
+    bot = response.json()
+    assert bot["description"] == "tests things" and bot["instructions"].startswith("You verify")
+    bad = await client.patch(
+        "/api/v1/bots/qa", json={"model_settings": {"script": [{"match": "(", "reply": "x"}]}}
+    )
+    _error(bad, 422, "invalid_argument")
+    _error(await client.patch("/api/v1/bots/qa", json={"max_parallel_threads": 0}), 422, "invalid_argument")
+    _error(await client.patch("/api/v1/bots/qa", json={"nope": 1}), 422, "invalid_argument")
+
+
+async def test_status_counts(client: httpx.AsyncClient, team: Team) -> None:
+    status = (await client.get("/api/v1/status")).json()
+    assert status["runs"] == {"queued": 0, "running": 0, "waiting_human": 0}
+    assert status["mailboxes"] == {"queued": 0, "processing": 0, "parked": 0}
+    assert isinstance(status["workers"], int)
+
+
+async def test_inbox_lists_and_acks(client: httpx.AsyncClient, team: Team) -> None:
+    thread = await team.thread()
+    await team.post(thread, "@engineer hi")
+    await team.idle()
+    items = (await client.get("/api/v1/actors/you/inbox", params={"status": "queued"})).json()["items"]
+    assert len(items) == 1 and items[0]["kind"] == "message" and items[0]["thread_id"] == thread
+    assert {"id", "kind", "thread_id", "message_id", "run_id", "status", "created_at"} <= set(items[0])
+    acked = await client.post(f"/api/v1/inbox/{items[0]['id']}/ack")
+    assert acked.status_code == 200 and acked.json()["status"] == "done"
+    assert not (await client.get("/api/v1/actors/you/inbox", params={"status": "queued"})).json()["items"]
