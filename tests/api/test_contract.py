@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import httpx
+
 from conftest import Team
 
 
