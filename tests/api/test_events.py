@@ -141,3 +141,20 @@ async def test_bearer_token_is_required_when_configured(client: httpx.AsyncClien
     assert ok.status_code == 200
     assert (await client.get("/api/v1/health", params={"token": "s3cret"})).status_code == 200
     assert (await client.get("/")).status_code == 200  # the page itself loads and asks for the token
+
+
+async def test_replay_from_before_the_pruned_journal_sends_reset(server: str, team: Team) -> None:
+    from datetime import timedelta
+
+    from openbot.store.journal import now, prune_journal
+
+    thread = await team.thread()
+    await team.post(thread, "@engineer one")
+    await team.idle()
+    async with team.rt.db.transaction() as s:
+        assert await prune_journal(s, now() + timedelta(seconds=1)) > 0
+    events = await collect(
+        f"{server}/api/v1/events", {"since": "1"}, {}, lambda got: any("event" in e for e in got)
+    )
+    reset = next(e for e in events if "event" in e)
+    assert reset["event"] == "reset" and json.loads(reset["data"])["reason"] == "journal pruned"

@@ -21,7 +21,7 @@ from openbot.runtime.delivery import Delivery, release_holds
 from openbot.runtime.runner import Runner
 from openbot.runtime.runs import Claim, StaleLease, claim_next, end_run, finish
 from openbot.store.db import Database
-from openbot.store.journal import log_activity, now
+from openbot.store.journal import log_activity, now, prune_journal
 from openbot.store.models import Actor, BotProfile, HeldHandoff, InboxItem, Run
 
 log = logging.getLogger(__name__)
@@ -242,15 +242,26 @@ class ActorSystem:
     async def _maintain(self) -> None:
         """Heartbeat our leases, notice runs cancelled elsewhere, take over expired ones, poll."""
         interval = min(self.settings.poll_seconds, self.settings.lease_seconds / 3)
+        next_prune = 0.0
+        loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(interval)
             try:
+                if loop.time() >= next_prune:
+                    await self.prune()
+                    next_prune = loop.time() + 3600
                 await self._heartbeat()
                 if not self.db.is_sqlite:
                     await self.recover(expired_only=True)
                 await self.wake_queued()
             except Exception:  # supervision boundary
                 log.exception("maintenance pass failed")
+
+    async def prune(self) -> int:
+        """Drop journal rows past the retention period (SSE clients replaying from there get a reset)."""
+        cutoff = now() - timedelta(days=self.settings.journal_retention_days)
+        async with self.db.transaction() as s:
+            return await prune_journal(s, cutoff)
 
     async def _heartbeat(self) -> None:
         if not self.in_flight:

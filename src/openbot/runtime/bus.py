@@ -69,8 +69,9 @@ class Bus:
         finally:
             sub.close()
 
-    def journal_changed(self, thread_id: str | None = None) -> None:
-        self._publish(Signal("journal", thread_id))
+    def journal_changed(self, thread_id: str | None = None, upto: int | None = None) -> None:
+        """Journal rows up to ``upto`` were committed (for ``thread_id``; None: not thread-scoped)."""
+        self._publish(Signal("journal", thread_id, {"upto": upto} if upto else None))
 
     def live(self, type_: str, data: dict[str, Any], thread_id: str | None) -> None:
         self._publish(Signal(type_, thread_id, data))

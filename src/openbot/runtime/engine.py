@@ -16,6 +16,8 @@ from openbot.runtime.runner import Runner
 from openbot.runtime.team import seed_team
 from openbot.store.db import Database
 from openbot.store.migrate import upgrade
+from openbot.store.models import ActivityLog
+from openbot.store.views import activity_view
 
 log = logging.getLogger(__name__)
 
@@ -32,15 +34,20 @@ class Runtime:
         self.db = Database(settings.resolved_database_url())
         self.bus = Bus()
         self.db.journal_listeners.append(self._journal_committed)
+        self.db.activity_listeners.append(self._activity_committed)
         self.delivery = Delivery(max_hops=settings.max_bot_hops)
         self._stack = AsyncExitStack()
         self._task: asyncio.Task[None] | None = None
         self.system: ActorSystem
         self.runner: Runner
 
-    def _journal_committed(self, thread_ids: set[str | None]) -> None:
-        for thread_id in thread_ids:
-            self.bus.journal_changed(thread_id)
+    def _journal_committed(self, heads: dict[str | None, int]) -> None:
+        for thread_id, upto in heads.items():
+            self.bus.journal_changed(thread_id, upto)
+
+    def _activity_committed(self, rows: list[ActivityLog]) -> None:
+        for row in rows:
+            self.bus.live("activity.created", activity_view(row), row.thread_id)
 
     async def __aenter__(self) -> Runtime:
         await asyncio.to_thread(upgrade, self.db.url)

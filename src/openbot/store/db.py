@@ -49,11 +49,16 @@ class Database:
         if self.is_sqlite:
             _configure_sqlite(self.engine)
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False, info={"database": self})
-        self.journal_listeners: list[Callable[[set[str | None]], None]] = []
+        self.journal_listeners: list[Callable[[dict[str | None, int]], None]] = []
+        self.activity_listeners: list[Callable[[list[Any]], None]] = []
 
-    def journal_committed(self, thread_ids: set[str | None]) -> None:
+    def activity_committed(self, rows: list[Any]) -> None:
+        for listener in self.activity_listeners:
+            listener(rows)
+
+    def journal_committed(self, heads: dict[str | None, int]) -> None:
         for listener in self.journal_listeners:
-            listener(thread_ids)
+            listener(heads)
 
     @property
     def backend(self) -> str:
@@ -85,12 +90,14 @@ def _run_after_commit(session: Session) -> None:
     for callback in session.info.pop(AFTER_COMMIT, []):
         callback()
     session.info.pop("openbot_journal_threads", None)
+    session.info.pop("openbot_activity_rows", None)
 
 
 @event.listens_for(Session, "after_rollback")
 def _drop_after_commit(session: Session) -> None:
     session.info.pop("openbot_journal_locked", None)
     session.info.pop("openbot_journal_threads", None)
+    session.info.pop("openbot_activity_rows", None)
     session.info.pop(AFTER_COMMIT, None)
 
 

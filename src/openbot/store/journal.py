@@ -18,6 +18,7 @@ from openbot.store.models import ActivityLog, Event, Setting
 _JOURNAL_LOCK = 0x0B07
 _LOCKED = "openbot_journal_locked"
 _THREADS = "openbot_journal_threads"
+_ACTIVITY = "openbot_activity_rows"
 
 
 def now() -> datetime:
@@ -31,14 +32,23 @@ async def append_event(
     if session.bind.dialect.name == "postgresql" and not info.get(_LOCKED):
         await session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _JOURNAL_LOCK})
         info[_LOCKED] = True
-    threads: set[str | None] | None = info.get(_THREADS)
-    if threads is None:
-        threads = info[_THREADS] = set()
+    event = Event(type=type_, thread_id=thread_id, data=data, created_at=now())
+    session.add(event)
+    pending: list[Event] | None = info.get(_THREADS)
+    if pending is None:
+        pending = info[_THREADS] = []
         database = info.get("database")
         if database is not None:
-            after_commit(session, lambda: database.journal_committed(info.pop(_THREADS, set())))
-    threads.add(thread_id)
-    session.add(Event(type=type_, thread_id=thread_id, data=data, created_at=now()))
+            after_commit(session, lambda: database.journal_committed(_heads(info.pop(_THREADS, []))))
+    pending.append(event)
+
+
+def _heads(events: list[Event]) -> dict[str | None, int]:
+    """The newest committed journal id per thread of one transaction."""
+    heads: dict[str | None, int] = {}
+    for event in events:
+        heads[event.thread_id] = max(heads.get(event.thread_id, 0), int(event.id or 0))
+    return heads
 
 
 def log_activity(
@@ -55,21 +65,28 @@ def log_activity(
     message_id: str | None = None,
     detail: dict[str, Any] | None = None,
 ) -> None:
-    session.add(
-        ActivityLog(
-            event=event,
-            level=level,
-            summary=summary,
-            thread_id=thread_id,
-            actor_id=actor_id,
-            actor_handle=actor_handle,
-            run_id=run_id,
-            item_id=item_id,
-            message_id=message_id,
-            detail=detail or {},
-            created_at=now(),
-        )
+    row = ActivityLog(
+        event=event,
+        level=level,
+        summary=summary,
+        thread_id=thread_id,
+        actor_id=actor_id,
+        actor_handle=actor_handle,
+        run_id=run_id,
+        item_id=item_id,
+        message_id=message_id,
+        detail=detail or {},
+        created_at=now(),
     )
+    session.add(row)
+    info = session.sync_session.info
+    rows: list[ActivityLog] | None = info.get(_ACTIVITY)
+    if rows is None:
+        rows = info[_ACTIVITY] = []
+        database = info.get("database")
+        if database is not None:
+            after_commit(session, lambda: database.activity_committed(info.pop(_ACTIVITY, [])))
+    rows.append(row)
 
 
 async def journal_floor(session: AsyncSession) -> int:

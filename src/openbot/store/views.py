@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from openbot.store.models import Actor, BotProfile, InboxItem, Message, Run, RunEvent, Thread
+from openbot.store.models import ActivityLog, Actor, BotProfile, InboxItem, Message, Run, RunEvent, Thread
 
 
 def iso(value: datetime | None) -> str | None:
@@ -117,4 +117,18 @@ def item_view(item: InboxItem) -> dict[str, Any]:
         "status": item.status,
         "attempts": item.attempts,
         "created_at": iso(item.created_at),
+    }
+
+
+def activity_view(row: ActivityLog) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "event": row.event,
+        "level": row.level,
+        "summary": row.summary,
+        "thread_id": row.thread_id,
+        "actor": row.actor_handle,
+        "run_id": row.run_id,
+        "created_at": iso(row.created_at),
+        "detail": row.detail,
     }

@@ -16,7 +16,7 @@ from openbot.core.errors import InvalidArgument
 from openbot.runtime.bus import Signal
 from openbot.store.journal import journal_floor
 from openbot.store.models import ActivityLog, Actor, Event, InboxItem, Run
-from openbot.store.views import iso
+from openbot.store.views import activity_view
 
 router = APIRouter()
 
@@ -59,20 +59,6 @@ async def status(rt: RuntimeDep) -> dict[str, Any]:
         "mailboxes": mailboxes,
         "workers": len(rt.system.workers),
         "backend": rt.db.backend,
-    }
-
-
-def activity_view(row: ActivityLog) -> dict[str, Any]:
-    return {
-        "id": row.id,
-        "event": row.event,
-        "level": row.level,
-        "summary": row.summary,
-        "thread_id": row.thread_id,
-        "actor": row.actor_handle,
-        "run_id": row.run_id,
-        "created_at": iso(row.created_at),
-        "detail": row.detail,
     }
 
 
@@ -143,7 +129,10 @@ async def events(
             signal: Signal | None = None
             while True:
                 if signal is None or signal.type == "journal":
-                    async for item in _replay(rt, thread_id, last):
+                    # Read only up to what this signal announced, so live events queued after it
+                    # (token deltas) are not overtaken by journal rows committed later.
+                    upto = (signal.data or {}).get("upto") if signal is not None else None
+                    async for item in _replay(rt, thread_id, last, upto):
                         last = int(item["id"])
                         yield item
                 else:  # live-only events keep their order relative to the journal signals
@@ -159,10 +148,14 @@ async def events(
     )
 
 
-async def _replay(rt: RuntimeDep, thread_id: str | None, after: int) -> AsyncIterator[dict[str, Any]]:
+async def _replay(
+    rt: RuntimeDep, thread_id: str | None, after: int, upto: int | None = None
+) -> AsyncIterator[dict[str, Any]]:
     while True:
         async with rt.db.read() as s:
             stmt = select(Event).where(Event.id > after)
+            if upto is not None:
+                stmt = stmt.where(Event.id <= upto)
             if thread_id:
                 stmt = stmt.where(Event.thread_id == thread_id)
             rows = list(await s.scalars(stmt.order_by(Event.id).limit(500)))
