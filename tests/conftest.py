@@ -5,13 +5,16 @@ Real model providers are forbidden for the whole test session (OPENBOT_FORBID_RE
 
 from __future__ import annotations
 
+import asyncio
 import os
+import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import uvicorn
 from sqlalchemy import select, text
 
 os.environ["OPENBOT_FORBID_REAL_MODELS"] = "1"
@@ -143,3 +146,17 @@ async def client(rt: Runtime) -> AsyncIterator[httpx.AsyncClient]:
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
         yield c
+
+
+@pytest.fixture
+async def server(rt: Runtime) -> AsyncIterator[str]:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))  # bound and listening before the server starts: no start-up race
+    sock.listen(64)
+    config = uvicorn.Config(create_app(runtime=rt), log_level="warning", lifespan="off")
+    srv = uvicorn.Server(config)
+    task = asyncio.create_task(srv.serve(sockets=[sock]))
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    srv.should_exit = True
+    await task
+    sock.close()

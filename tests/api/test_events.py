@@ -2,33 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
-import pytest
-import uvicorn
 
 from conftest import Team
-from openbot.api.app import create_app
 from openbot.runtime.engine import Runtime
-
-
-@pytest.fixture
-async def server(rt: Runtime) -> AsyncIterator[str]:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))  # bound and listening before the server starts: no start-up race
-    sock.listen(64)
-    config = uvicorn.Config(create_app(runtime=rt), log_level="warning", lifespan="off")
-    srv = uvicorn.Server(config)
-    task = asyncio.create_task(srv.serve(sockets=[sock]))
-    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    srv.should_exit = True
-    await task
-    sock.close()
 
 
 async def read_events(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
