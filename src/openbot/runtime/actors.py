@@ -158,8 +158,8 @@ class ActorSystem:
             await self._fail(claim.run_id, "internal", "the run could not be finished; see the server log")
         finally:
             self.slots.release()
-            if terminal:
-                await self.runner.forget(claim.run_id)
+            if terminal:  # a run that never paused kept its transcript in memory only
+                await self.runner.forget(claim.run_id, durable=claim.resume)
             self.notify([claim.bot_id, *woken])  # before leaving in_flight: idle never flickers
             self.in_flight.pop(claim.run_id, None)
             self.changed()

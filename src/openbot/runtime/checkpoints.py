@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
+from typing import Any
 
-from langgraph.checkpoint.base import BaseCheckpointSaver
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+)
+from langgraph.checkpoint.memory import InMemorySaver
 from sqlalchemy import make_url
 
 from openbot.store.db import Database
@@ -40,3 +50,76 @@ async def open_checkpointer(db: Database, stack: AsyncExitStack) -> BaseCheckpoi
     pg_saver = AsyncPostgresSaver(pool)  # type: ignore[arg-type]
     await pg_saver.setup()
     return pg_saver
+
+
+class DeferredSaver(BaseCheckpointSaver[str]):
+    """Keep a run's checkpoints in memory while it runs; write them durably only when it pauses.
+
+    A run that completes never touches the durable saver (its transcript would be deleted at once
+    anyway). A run that pauses for a human is persisted — the latest checkpoint and its pending
+    writes, which is what resuming needs — so it survives a restart. Reads fall back to the durable
+    saver, which is how a resumed run finds its state.
+    """
+
+    def __init__(self, durable: BaseCheckpointSaver[str]) -> None:
+        super().__init__(serde=durable.serde)
+        self.durable = durable
+        self.memory = InMemorySaver(serde=durable.serde)
+
+    def get_next_version(self, current: str | None, channel: None) -> str:
+        return self.durable.get_next_version(current, channel)
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await self.memory.aget_tuple(config) or await self.durable.aget_tuple(config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        found = False
+        async for item in self.memory.alist(config, filter=filter, before=before, limit=limit):
+            found = True
+            yield item
+        if not found:
+            async for item in self.durable.alist(config, filter=filter, before=before, limit=limit):
+                yield item
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return await self.memory.aput(config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+    ) -> None:
+        await self.memory.aput_writes(config, writes, task_id, task_path)
+
+    async def persist(self, thread_id: str) -> None:
+        """Copy the thread's latest checkpoint and its pending writes to the durable saver."""
+        latest = await self.memory.aget_tuple({"configurable": {"thread_id": thread_id}})
+        if latest is None:
+            return
+        parent = latest.parent_config or {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+        checkpoint = latest.checkpoint
+        saved = await self.durable.aput(parent, checkpoint, latest.metadata, checkpoint["channel_versions"])
+        by_task: dict[str, list[tuple[str, Any]]] = {}
+        for task_id, channel, value in latest.pending_writes or []:
+            by_task.setdefault(task_id, []).append((channel, value))
+        for task_id, writes in by_task.items():
+            await self.durable.aput_writes(saved, writes, task_id)
+        await self.memory.adelete_thread(thread_id)
+
+    async def discard(self, thread_id: str) -> None:
+        await self.memory.adelete_thread(thread_id)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await self.memory.adelete_thread(thread_id)
+        await self.durable.adelete_thread(thread_id)

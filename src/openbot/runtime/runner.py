@@ -7,18 +7,30 @@ It reads thread state once, when the run is prepared, and writes thread state on
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from langchain.agents import create_agent
 from langchain.agents.middleware import (
+    AgentMiddleware,
     ClearToolUsesEdit,
     ContextEditingMiddleware,
     HumanInTheLoopMiddleware,
     ModelCallLimitMiddleware,
+    ModelRequest,
     ModelRetryMiddleware,
 )
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 from sqlalchemy import select
@@ -29,9 +41,10 @@ from openbot.core.history import HistoryMessage, Role, is_scoped, unroll
 from openbot.core.model_errors import classify_model_error
 from openbot.core.prompt import PromptInput, RosterEntry, render_system_prompt
 from openbot.runtime.bus import Bus
+from openbot.runtime.checkpoints import DeferredSaver
 from openbot.runtime.models import build_chat_model
 from openbot.runtime.runs import Claim, Outcome, add_run_event, fenced_run, resume_payload
-from openbot.runtime.tools import BUILTIN_TOOLS, ToolEnv, build_tools
+from openbot.runtime.tools import BUILTIN_TOOLS, RunContext, ToolEnv, build_tools
 from openbot.store.db import Database
 from openbot.store.models import Actor, BotProfile, Message, Run, Thread, ThreadParticipant, TodoList
 
@@ -57,7 +70,10 @@ class Runner:
         self.db = db
         self.settings = settings
         self.bus = bus
-        self.checkpointer = checkpointer
+        self.checkpointer = DeferredSaver(checkpointer)
+        self._tools = build_tools()
+        self._tool_names = {t.name for t in self._tools}
+        self._agents: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
 
     async def execute(self, claim: Claim) -> Outcome:
         """Run the agent for a claim. Model and tool failures become a failed Outcome."""
@@ -65,6 +81,8 @@ class Runner:
         try:
             prepared = await self.prepare(claim)
             await self._stream(claim, prepared, outcome)
+            if outcome.interrupt is not None:
+                await self.checkpointer.persist(claim.run_id)  # durable before the run says it waits
         except OpenBotError as exc:
             outcome.error = {"code": str(exc.code), "message": exc.message}
         except Exception as exc:  # supervision boundary: a turn must not take the worker down
@@ -172,53 +190,70 @@ class Runner:
             resume_value=resume,
         )
 
-    def build_agent(self, claim: Claim, prepared: Prepared) -> Any:
-        profile = prepared.profile
-        settings = dict(profile.model_settings or {})
-        model = build_chat_model(
-            profile.model,
-            settings,
+    def build_model(self, prepared: Prepared) -> BaseChatModel:
+        return build_chat_model(
+            prepared.profile.model,
+            dict(prepared.profile.model_settings or {}),
             handle=prepared.bot.handle,
             trigger_text=prepared.trigger_text,
             trigger_count=prepared.trigger_count,
         )
-        tools = build_tools(ToolEnv(self.db, claim.bot_id, claim.bot_handle, claim.thread_id, claim.run_id))
+
+    def agent_for(self, prepared: Prepared, model: BaseChatModel) -> Any:
+        """The bot's compiled agent, cached per profile version (the run's model is swapped in)."""
+        profile = prepared.profile
+        settings = dict(profile.model_settings or {})
+        limit = int(settings.get("max_model_calls", self.settings.max_model_calls))
+        approvals = tuple(name for name in (profile.approval_tools or []) if name in self._tool_names)
+        key = (prepared.bot.id, profile.version, approvals, limit)
+        agent = self._agents.get(key)
+        if agent is not None:
+            self._agents.move_to_end(key)
+            return agent
         middleware: list[Any] = [
-            ModelCallLimitMiddleware(
-                run_limit=int(settings.get("max_model_calls", self.settings.max_model_calls)),
-                exit_behavior="end",
-            ),
+            _RunScoped(),
+            ModelCallLimitMiddleware(run_limit=limit, exit_behavior="end"),
             ContextEditingMiddleware(edits=[ClearToolUsesEdit(trigger=self.settings.context_trigger_tokens)]),
             ModelRetryMiddleware(
                 max_retries=2, retry_on=_retryable, on_failure="error", initial_delay=1.0, max_delay=20.0
             ),
         ]
-        approvals = [name for name in (profile.approval_tools or []) if name in {t.name for t in tools}]
         if approvals:
             middleware.insert(
-                0,
+                1,
                 HumanInTheLoopMiddleware(
                     interrupt_on={
                         name: {"allowed_decisions": ["approve", "edit", "reject"]} for name in approvals
                     }
                 ),
             )
-        return create_agent(
+        agent = create_agent(
             model,
-            tools,
-            system_prompt=prepared.system_prompt,
+            self._tools,
             middleware=middleware,
+            context_schema=RunContext,
             checkpointer=self.checkpointer,
         )
+        self._agents[key] = agent
+        while len(self._agents) > 256:
+            self._agents.popitem(last=False)
+        return agent
 
     async def _stream(self, claim: Claim, prepared: Prepared, outcome: Outcome) -> None:
-        agent = self.build_agent(claim, prepared)
+        model = self.build_model(prepared)
+        agent = self.agent_for(prepared, model)
+        context = RunContext(
+            env=ToolEnv(self.db, claim.bot_id, claim.bot_handle, claim.thread_id, claim.run_id),
+            model=model,
+            system_prompt=prepared.system_prompt,
+        )
         config = {"configurable": {"thread_id": claim.run_id}, "recursion_limit": 200}
         payload: Any = (
             Command(resume=prepared.resume_value) if claim.resume else {"messages": prepared.messages}
         )
         final: AIMessage | None = None
-        async for mode, chunk in agent.astream(payload, config, stream_mode=["updates", "messages"]):
+        stream = agent.astream(payload, config, context=context, stream_mode=["updates", "messages"])
+        async for mode, chunk in stream:
             if mode == "messages":
                 message = chunk[0]
                 if isinstance(message, AIMessageChunk) and message.text:
@@ -274,12 +309,29 @@ class Runner:
             run: Run = await fenced_run(s, claim)
             await add_run_event(s, run, type_, payload)
 
-    async def forget(self, run_id: str) -> None:
-        """Delete a terminal run's transcript from the checkpointer."""
+    async def forget(self, run_id: str, *, durable: bool = True) -> None:
+        """Delete a terminal run's transcript (``durable=False``: it never left memory)."""
         try:
-            await self.checkpointer.adelete_thread(run_id)
+            if durable:
+                await self.checkpointer.adelete_thread(run_id)
+            else:
+                await self.checkpointer.discard(run_id)
         except Exception:  # recorded, never fatal: a leftover checkpoint is only disk space
             log.exception("could not delete checkpoint of run %s", run_id)
+
+
+class _RunScoped(AgentMiddleware[Any, RunContext]):
+    """Swap the run's own model and system prompt into every model call of a cached agent."""
+
+    def wrap_model_call(self, request: ModelRequest[RunContext], handler: Callable[..., Any]) -> Any:
+        ctx = request.runtime.context
+        return handler(request.override(model=ctx.model, system_message=SystemMessage(ctx.system_prompt)))
+
+    async def awrap_model_call(self, request: ModelRequest[RunContext], handler: Callable[..., Any]) -> Any:
+        ctx = request.runtime.context
+        return await handler(
+            request.override(model=ctx.model, system_message=SystemMessage(ctx.system_prompt))
+        )
 
 
 def _retryable(exc: Exception) -> bool:

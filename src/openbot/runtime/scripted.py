@@ -46,7 +46,6 @@ from langchain_core.messages.tool import tool_call_chunk
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
-from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field, model_validator
 
 __all__ = ["ScriptedChatModel", "default_reply", "validate_script"]
@@ -159,10 +158,14 @@ class ScriptedChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> Runnable[LanguageModelInput, AIMessage]:
         """Accept tools the way provider models do; the script decides which ones get called."""
-        formatted = [convert_to_openai_tool(tool) for tool in tools]
+        # The script decides the calls, so only the names matter: no schema conversion per call.
+        names = [
+            getattr(tool, "name", None) or (tool.get("name") if isinstance(tool, dict) else None) or str(tool)
+            for tool in tools
+        ]
         if tool_choice is not None:
             kwargs["tool_choice"] = tool_choice
-        return self.bind(tools=formatted, **kwargs)
+        return self.bind(tools=names, **kwargs)
 
     # -- deciding the answer -------------------------------------------------------------------
 

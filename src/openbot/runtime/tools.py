@@ -1,7 +1,8 @@
 """Built-in tools every bot has (DESIGN §9, the spine's subset).
 
-Tools are built per run as closures over a :class:`ToolEnv`, so they read the thread they serve
-and nothing else. ``ask_human`` interrupts the run; the others read or write through the store.
+The tools are built once; each call reads the run it serves from the injected
+``ToolRuntime.context`` (a :class:`RunContext`), so a tool only ever sees its own thread.
+``ask_human`` interrupts the run; the others read or write through the store.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from langchain.tools import ToolRuntime
+from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool, tool
 from langgraph.types import interrupt
 from pydantic import BaseModel, Field
@@ -32,6 +35,15 @@ class ToolEnv:
     run_id: str
 
 
+@dataclass(frozen=True)
+class RunContext:
+    """What one run's model calls and tool calls need: injected as LangGraph runtime context."""
+
+    env: ToolEnv
+    model: BaseChatModel
+    system_prompt: str
+
+
 class Todo(BaseModel):
     content: str = Field(description="what to do")
     status: Literal["pending", "in_progress", "completed"] = "pending"
@@ -44,10 +56,11 @@ def _words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
-def build_tools(env: ToolEnv) -> list[BaseTool]:
+def build_tools() -> list[BaseTool]:
     @tool
-    async def list_bots() -> str:
+    async def list_bots(runtime: ToolRuntime[RunContext]) -> str:
         """List the bots of the team with their handles and what they do."""
+        env = runtime.context.env
         async with env.db.read() as s:
             rows = await s.execute(
                 select(Actor.handle, Actor.name, BotProfile.description)
@@ -64,8 +77,9 @@ def build_tools(env: ToolEnv) -> list[BaseTool]:
         return str(answer)
 
     @tool
-    async def read_history(offset: int = 0, limit: int = 20) -> str:
+    async def read_history(runtime: ToolRuntime[RunContext], offset: int = 0, limit: int = 20) -> str:
         """Read this thread's messages in chronological order, `limit` at a time from `offset` (0 = first)."""
+        env = runtime.context.env
         limit = max(1, min(limit, 100))
         async with env.db.read() as s:
             rows = (
@@ -84,8 +98,9 @@ def build_tools(env: ToolEnv) -> list[BaseTool]:
         return "\n".join(lines) + f"\n(next offset: {offset + len(rows)})"
 
     @tool
-    async def recall_messages(query: str, limit: int = 8) -> str:
+    async def recall_messages(query: str, runtime: ToolRuntime[RunContext], limit: int = 8) -> str:
         """Search this thread's messages for `query` (lexical match) and return the best matches."""
+        env = runtime.context.env
         terms = Counter(_words(query))
         async with env.db.read() as s:
             rows = (
@@ -110,8 +125,9 @@ def build_tools(env: ToolEnv) -> list[BaseTool]:
         )
 
     @tool
-    async def todo_write(todos: list[Todo]) -> str:
+    async def todo_write(todos: list[Todo], runtime: ToolRuntime[RunContext]) -> str:
         """Replace your todo list for this thread. It is shown to you at the start of every run here."""
+        env = runtime.context.env
         items: list[dict[str, Any]] = [t.model_dump() if isinstance(t, Todo) else dict(t) for t in todos]
         async with env.db.transaction() as s:
             row = await s.get(TodoList, (env.thread_id, env.bot_id))
