@@ -63,6 +63,8 @@ class BotWorker:
                 system.slots.release()
                 return
             system.start_run(claim)
+            if claim.at_ceiling:
+                return  # nothing more to claim until a run settles (which wakes this worker)
 
 
 class ActorSystem:

@@ -49,6 +49,7 @@ class Claim:
     item_ids: tuple[str, ...]
     trigger_ids: tuple[str, ...]
     hop: int
+    at_ceiling: bool = False  # this claim filled the bot's last free thread
 
 
 @dataclass
@@ -153,6 +154,7 @@ async def claim_next(
         item_ids=tuple(i.id for i in items),
         trigger_ids=tuple(run.trigger_message_ids),
         hop=run.hop,
+        at_ceiling=len(in_flight) + 1 >= max(1, profile.max_parallel_threads),
     )
 
 

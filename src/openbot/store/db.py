@@ -46,9 +46,17 @@ class Database:
         else:
             kwargs.update(pool_size=10, max_overflow=20, pool_pre_ping=True)
         self.engine: AsyncEngine = create_async_engine(self.url, **kwargs)
+        self.read_engine: AsyncEngine = self.engine
         if self.is_sqlite:
-            _configure_sqlite(self.engine)
+            _configure_sqlite(self.engine, immediate=True)
+            # Reads get their own pool and plain (deferred) transactions: under WAL they never
+            # wait for, nor block, the single writer.
+            self.read_engine = create_async_engine(self.url, **kwargs)
+            _configure_sqlite(self.read_engine, immediate=False)
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False, info={"database": self})
+        self.read_sessions = async_sessionmaker(
+            self.read_engine, expire_on_commit=False, info={"database": self}
+        )
         self.journal_listeners: list[Callable[[dict[str | None, int]], None]] = []
         self.activity_listeners: list[Callable[[list[Any]], None]] = []
 
@@ -72,11 +80,14 @@ class Database:
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncSession]:
-        async with self.sessions() as session:
+        """A session for reading only: nothing it adds is committed."""
+        async with self.read_sessions() as session:
             yield session
 
     async def dispose(self) -> None:
         await self.engine.dispose()
+        if self.read_engine is not self.engine:
+            await self.read_engine.dispose()
 
 
 def after_commit(session: AsyncSession, callback: Callable[[], None]) -> None:
@@ -101,7 +112,7 @@ def _drop_after_commit(session: Session) -> None:
     session.info.pop(AFTER_COMMIT, None)
 
 
-def _configure_sqlite(engine: AsyncEngine) -> None:
+def _configure_sqlite(engine: AsyncEngine, *, immediate: bool) -> None:
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Take control of transactions so every write transaction starts IMMEDIATE: SQLite then
@@ -116,4 +127,4 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
 
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(conn: Any) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")

@@ -1,0 +1,647 @@
+"""The terminal client: ``openbot chat`` and the ``threads`` / ``bots`` / ``activity`` tables.
+
+``run_chat`` is a REPL over one thread. The keyboard is read on the main thread (``input`` with
+readline editing); a second thread tails ``/api/v1/events`` and prints what happens: messages,
+the bot's reply streaming in token by token, run state, tool calls, notices, and questions or
+approvals waiting for an answer. Reconnects replay from the last event id, so a server restart
+loses nothing. Everything goes through ``openbot.client`` (the HTTP contract only).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from openbot.client import ApiError, Client, Event, Message, Run
+
+try:  # line editing and history when available
+    import readline
+except ImportError:  # pragma: no cover - not on every platform
+    readline = None  # type: ignore[assignment]
+
+OPEN = {"queued", "running", "waiting_human"}
+PROMPT = "› "
+HELP = """\
+Type a message and press Enter to send it (mention bots with @handle).
+  /answer TEXT     answer the open question
+  /approve         approve every pending action
+  /reject REASON   reject every pending action (or the question) with a reason
+  /cancel          cancel the open runs in this thread
+  /threads         list threads            /switch ID|N   switch thread (id, number or title)
+  /new TITLE       start a new thread      /help          this help
+  /quit            leave (Ctrl-D works too)"""
+
+
+def _parse(iso: str) -> datetime:
+    """An API timestamp; one without an offset is UTC."""
+    stamp = datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
+
+
+def _clock(iso: str | None) -> str:
+    if not iso:
+        return "--:--"
+    try:
+        return _parse(iso).astimezone().strftime("%H:%M")
+    except ValueError:
+        return iso[11:16]
+
+
+def _ago(iso: str | None) -> str:
+    if not iso:
+        return "never"
+    try:
+        then = _parse(iso)
+    except ValueError:
+        return iso
+    seconds = int((datetime.now(UTC) - then).total_seconds())
+    if seconds < 60:
+        return "just now"
+    if seconds < 3600:
+        return f"{seconds // 60} min ago"
+    if seconds < 86400:
+        return f"{seconds // 3600} h ago"
+    return then.astimezone().strftime("%Y-%m-%d")
+
+
+@dataclass
+class ChatState:
+    thread_id: str
+    title: str
+    runs: dict[str, Run] = field(default_factory=dict)
+    seen: set[str] = field(default_factory=set)
+    last_message_id: str | None = None
+    streaming: str | None = None  # run id whose tokens are being printed
+    streamed: str = ""  # what has been printed of that run's reply so far
+    replied: set[str] = field(default_factory=set)  # runs whose reply is shown (late deltas dropped)
+    last_event_id: int | None = None
+    listing: list[str] = field(default_factory=list)  # thread ids from the last /threads
+
+
+class Screen:
+    """Serialises output from both threads and keeps the prompt line intact."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.lock = threading.RLock()
+        self.at_prompt = False
+        self.in_stream = False
+
+    def _clear_prompt(self) -> None:
+        if self.at_prompt and not self.in_stream:
+            self.console.file.write("\r\x1b[K")
+
+    def _redraw_prompt(self) -> None:
+        if self.at_prompt and not self.in_stream:
+            buffer = readline.get_line_buffer() if readline else ""
+            self.console.file.write(PROMPT + buffer)
+            self.console.file.flush()
+
+    def line(self, markup: str) -> None:
+        with self.lock:
+            self.end_stream()
+            self._clear_prompt()
+            self.console.print(markup, highlight=False, soft_wrap=True)
+            self._redraw_prompt()
+
+    def stream(self, header: str | None, text: str) -> None:
+        with self.lock:
+            if header is not None:
+                self.end_stream()
+                self._clear_prompt()
+                self.console.print(header, end="", highlight=False)
+                self.in_stream = True
+            self.console.file.write(text)
+            self.console.file.flush()
+
+    def end_stream(self) -> None:
+        with self.lock:
+            if self.in_stream:
+                self.console.file.write("\n")
+                self.in_stream = False
+                self._redraw_prompt()
+
+
+class Chat:
+    def __init__(self, server: str, token: str | None, console: Console | None = None) -> None:
+        self.server = server
+        self.token = token
+        self.api = Client(server, token)
+        self.console = console or Console(highlight=False)
+        self.screen = Screen(self.console)
+        self.state: ChatState | None = None
+        self.stop = threading.Event()
+        self.connected = threading.Event()
+        self.me = "you"
+
+    # -- startup ------------------------------------------------------------------------------
+
+    def open_thread(self, thread: str | None, new: str | None) -> None:
+        if new:
+            created = self.api.create_thread(title=new, participants=[self.me])
+            self.enter(created["id"], created.get("title") or new)
+            self.screen.line(
+                f"[green]Created thread[/] [bold]{escape(created.get('title') or new)}[/] ({created['id']})"
+            )
+            return
+        if thread:
+            found = self.resolve(thread)
+            if found is None:
+                raise SystemExit(f"no thread {thread!r}")
+            self.enter(found["id"], found.get("title") or "")
+            return
+        threads = self.api.threads()
+        if threads:
+            latest = max(threads, key=lambda t: t.get("last_message_at") or t.get("created_at") or "")
+            self.enter(latest["id"], latest.get("title") or "")
+        else:
+            created = self.api.create_thread(title="Chat", participants=[self.me])
+            self.enter(created["id"], created.get("title") or "Chat")
+
+    def resolve(self, ref: str) -> dict[str, Any] | None:
+        ref = ref.strip()
+        if self.state and ref.isdigit() and 0 < int(ref) <= len(self.state.listing):
+            ref = self.state.listing[int(ref) - 1]
+        try:
+            return dict(self.api.thread(ref))
+        except ApiError as error:
+            if error.status != 404:
+                raise
+        matches = [t for t in self.api.threads() if ref.lower() in (t.get("title") or "").lower()]
+        return dict(matches[0]) if len(matches) == 1 else None
+
+    def enter(self, thread_id: str, title: str) -> None:
+        keep = self.state.last_event_id if self.state else None
+        listing = self.state.listing if self.state else []
+        self.state = ChatState(thread_id=thread_id, title=title, last_event_id=keep, listing=listing)
+        state = self.state
+        self.screen.line(f"[bold reverse] {escape(title or 'Untitled thread')} [/] [dim]{thread_id}[/]")
+        history = self.api.messages(thread_id)
+        if len(history) > 30:
+            self.screen.line(f"[dim]… {len(history) - 30} earlier messages[/]")
+        for message in history[-30:]:
+            self.show_message(message)
+        for message in history[:-30]:
+            state.seen.add(message["id"])
+        if history:
+            state.last_message_id = history[-1]["id"]
+        for run in self.api.runs(thread_id=thread_id):
+            state.runs[run["id"]] = run
+            if run.get("status") in OPEN:
+                self.show_run(run)
+
+    # -- rendering ----------------------------------------------------------------------------
+
+    def show_message(self, message: Message) -> None:
+        state = self.state
+        if state is None or message["id"] in state.seen:
+            return
+        state.seen.add(message["id"])
+        state.last_message_id = message["id"]
+        sender = message.get("sender")
+        content = escape(message.get("content") or "")
+        when = _clock(message.get("created_at"))
+        if sender is None:
+            kind = (message.get("metadata") or {}).get("kind", "notice")
+            self.screen.line(f"[yellow]⚠ {escape(str(kind).replace('_', ' '))}[/] [dim]{when}[/] {content}")
+            return
+        if message.get("run_id"):
+            state.replied.add(message["run_id"])
+        if state.streaming and message.get("run_id") == state.streaming:
+            # Its tokens are (partly) on screen: print what has not streamed yet, close the line.
+            full = message.get("content") or ""
+            done = state.streamed
+            state.streaming, state.streamed = None, ""
+            if full.startswith(done):
+                self.screen.stream(None, full[len(done):])
+                self.screen.end_stream()
+                return
+            self.screen.end_stream()
+        hop = f" [dim]hop {message['hop']}[/]" if message.get("hop") else ""
+        style = "cyan" if sender.get("kind") == "bot" else "green"
+        self.screen.line(f"[dim]{when}[/] [bold {style}]@{sender['handle']}[/]{hop}: {content}")
+
+    def show_run(self, run: Run) -> None:
+        bot = run.get("bot", "?")
+        status = run.get("status")
+        if status == "waiting_human":
+            interrupt = run.get("interrupt") or {}
+            if interrupt.get("kind") == "approval":
+                self.screen.line(f"[bold yellow]? @{bot} asks for approval:[/]")
+                for action in interrupt.get("actions") or []:
+                    args = escape(json.dumps(action.get("args"), ensure_ascii=False))
+                    self.screen.line(f"    [bold]{escape(str(action.get('name')))}[/] {args}")
+                self.screen.line("  [dim]/approve  or  /reject REASON[/]")
+            else:
+                question = escape(str(interrupt.get("question", "")))
+                self.screen.line(f"[bold yellow]? @{bot} asks:[/] {question}  [dim](/answer TEXT)[/]")
+        elif status == "failed":
+            error = run.get("error")
+            detail = error.get("message") if isinstance(error, dict) else error
+            self.screen.line(f"[red]✗ @{bot}'s run failed[/] {escape(str(detail or ''))}")
+        elif status == "cancelled":
+            self.screen.line(f"[dim]■ @{bot}'s run was cancelled[/]")
+        elif status == "running":
+            self.screen.line(f"[dim]… @{bot} is working[/]")
+        elif status == "queued":
+            self.screen.line(f"[dim]… @{bot} queued[/]")
+        elif status == "completed":
+            self.screen.line(f"[dim]✓ @{bot} done[/]")
+
+    def handle(self, event: Event) -> None:
+        state = self.state
+        if state is None:
+            return
+        if event.id is not None:
+            state.last_event_id = event.id
+        data = event.data if isinstance(event.data, dict) else {}
+        if event.event == "reset":
+            self.catch_up()
+            return
+        thread_id = data.get("thread_id") or (data.get("message") or {}).get("thread_id")
+        if event.event == "thread.updated":
+            return
+        if thread_id != state.thread_id:
+            return
+        if event.event == "message.created":
+            self.show_message(data)  # type: ignore[arg-type]
+        elif event.event == "text.delta":
+            run_id = data.get("run_id")
+            if run_id in state.replied:
+                return
+            header = None
+            if state.streaming != run_id:
+                state.streaming, state.streamed = run_id, ""
+                header = f"[dim]{_clock(datetime.now().astimezone().isoformat())}[/] [bold cyan]@{data.get('bot', '?')}[/]: "
+            delta = str(data.get("delta", ""))
+            state.streamed += delta
+            self.screen.stream(header, delta)
+        elif event.event == "run.updated":
+            previous = state.runs.get(data["id"])
+            state.runs[data["id"]] = data  # type: ignore[assignment]
+            changed = previous is None or previous.get("status") != data.get("status")
+            if changed and data.get("status") != "completed":
+                if state.streaming == data["id"] and data.get("status") != "running":
+                    state.streaming = None
+                self.show_run(data)  # type: ignore[arg-type]
+        elif event.event == "run.event":
+            payload = data.get("payload") or {}
+            if data.get("type") == "tool_call":
+                args = json.dumps(payload.get("args", {}), ensure_ascii=False)
+                if len(args) > 120:
+                    args = args[:117] + "..."
+                name = payload.get("name", "tool")
+                self.screen.line(f"[dim]  ↳ calls {escape(str(name))} {escape(args)}[/]")
+
+    def catch_up(self) -> None:
+        state = self.state
+        if state is None:
+            return
+        for message in self.api.messages(state.thread_id, after=state.last_message_id):
+            self.show_message(message)
+        for run in self.api.runs(thread_id=state.thread_id):
+            previous = state.runs.get(run["id"])
+            state.runs[run["id"]] = run
+            if previous is not None and previous.get("status") != run.get("status"):
+                self.show_run(run)
+
+    # -- the event thread ---------------------------------------------------------------------
+
+    def tail(self) -> None:
+        client = Client(self.server, self.token)
+        delay = 0.5
+        lost = False
+        while not self.stop.is_set():
+            try:
+                since = self.state.last_event_id if self.state else None
+                for event in client.events(since=since):
+                    if not self.connected.is_set() or lost:
+                        self.connected.set()
+                        if lost:
+                            lost = False
+                            self.screen.line("[green]reconnected[/]")
+                            self.catch_up()
+                        delay = 0.5
+                    if self.stop.is_set():
+                        return
+                    self.handle(event)
+            except (httpx.TransportError, ApiError) as error:
+                if self.stop.is_set():
+                    return
+                if not lost:
+                    lost = True
+                    self.screen.line(f"[red]connection lost ({type(error).__name__}); reconnecting…[/]")
+            self.stop.wait(delay)  # back-off between reconnect attempts
+            delay = min(delay * 2, 5.0)
+
+    # -- commands -----------------------------------------------------------------------------
+
+    def waiting(self) -> Run | None:
+        state = self.state
+        assert state is not None
+        waiting = [r for r in self.api.runs(thread_id=state.thread_id, status="waiting_human")]
+        return waiting[0] if waiting else None
+
+    def command(self, line: str) -> bool:
+        """Run one slash command; False means quit."""
+        name, _, arg = line[1:].partition(" ")
+        arg = arg.strip()
+        state = self.state
+        assert state is not None
+        if name in {"quit", "exit", "q"}:
+            return False
+        if name == "help":
+            self.screen.line(escape(HELP))
+        elif name == "threads":
+            threads = print_thread_table(self.api, self.console)
+            state.listing = [t["id"] for t in threads]
+        elif name == "switch":
+            found = self.resolve(arg) if arg else None
+            if found is None:
+                self.screen.line(f"[red]No single thread matches {escape(arg)!r}.[/] Try /threads.")
+            else:
+                self.enter(found["id"], found.get("title") or "")
+        elif name == "new":
+            created = self.api.create_thread(title=arg or "Chat", participants=[self.me])
+            self.enter(created["id"], created.get("title") or arg)
+        elif name == "answer":
+            run = self.waiting()
+            if not arg:
+                self.screen.line("[red]Usage: /answer TEXT[/]")
+            elif run is None or (run.get("interrupt") or {}).get("kind") != "question":
+                self.screen.line("[red]No open question in this thread.[/]")
+            else:
+                self.api.answer(run["id"], arg)
+                self.screen.line(f"[green]answered @{run['bot']}[/]")
+        elif name in {"approve", "reject"}:
+            run = self.waiting()
+            interrupt = (run or {}).get("interrupt") or {}
+            if run is None:
+                self.screen.line("[red]Nothing is waiting for a decision in this thread.[/]")
+            elif interrupt.get("kind") == "question":
+                if name == "reject":
+                    self.api.answer(run["id"], f"No. {arg}".strip())
+                    self.screen.line(f"[green]answered @{run['bot']}[/]")
+                else:
+                    self.screen.line("[red]That is a question: use /answer TEXT.[/]")
+            else:
+                decision: dict[str, Any] = {"type": name}
+                if name == "reject" and arg:
+                    decision["message"] = arg
+                actions = interrupt.get("actions") or []
+                self.api.decide(run["id"], [dict(decision) for _ in actions])
+                verb = "approved" if name == "approve" else "rejected"
+                self.screen.line(f"[green]{verb} {len(actions)} action(s) of @{run['bot']}[/]")
+        elif name == "cancel":
+            open_runs = [r for r in self.api.runs(thread_id=state.thread_id) if r.get("status") in OPEN]
+            if not open_runs:
+                self.screen.line("[dim]No open run in this thread.[/]")
+            for run in open_runs:
+                try:
+                    self.api.cancel(run["id"])
+                    self.screen.line(f"[yellow]cancelling @{run['bot']}'s run[/]")
+                except ApiError as error:
+                    self.screen.line(f"[red]{escape(error.message)}[/]")
+        else:
+            self.screen.line(f"[red]Unknown command /{escape(name)}.[/] Type /help.")
+        return True
+
+    def send(self, text: str) -> None:
+        state = self.state
+        assert state is not None
+        result = self.api.post_message(state.thread_id, text, sender=self.me)
+        message = result.get("message")
+        if message:
+            self.show_message(message)
+        held = result.get("held") or []
+        if held:
+            self.screen.line(f"[yellow]hand-off held for {', '.join('@' + h for h in held)}[/]")
+
+    def loop(self) -> None:
+        while True:
+            with self.screen.lock:
+                self.screen.at_prompt = True
+            try:
+                line = input(PROMPT)
+            except EOFError:
+                self.console.print()
+                return
+            finally:
+                with self.screen.lock:
+                    self.screen.at_prompt = False
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                if line.startswith("/") and not line.startswith("//"):
+                    if not self.command(line):
+                        return
+                else:
+                    self.send(line[1:] if line.startswith("//") else line)
+            except ApiError as error:
+                self.screen.line(f"[red]{error.code}: {escape(error.message)}[/]")
+            except httpx.TransportError as error:
+                self.screen.line(f"[red]server unreachable ({type(error).__name__}); try again[/]")
+
+
+def run_chat(server: str, token: str | None, thread: str | None, new: str | None) -> None:
+    """``openbot chat``: a live REPL on one thread."""
+    console = Console(highlight=False)
+    chat = Chat(server, token, console)
+    try:
+        info = chat.api.info()
+    except httpx.TransportError as error:
+        console.print(f"[red]Cannot reach {escape(server)}: {escape(str(error))}[/]")
+        raise SystemExit(1) from error
+    except ApiError as error:
+        console.print(f"[red]{escape(server)} refused: {error.code} {escape(error.message)}[/]")
+        raise SystemExit(1) from error
+    console.print(
+        f"[dim]Connected to {escape(server)} (openbot {info.get('version', '?')}, protocol "
+        f"{info.get('protocol_version', '?')}). /help for commands.[/]"
+    )
+    tail = threading.Thread(target=chat.tail, name="openbot-events", daemon=True)
+    tail.start()
+    chat.connected.wait(5.0)  # subscribe before reading history, so nothing falls in between
+    try:
+        chat.open_thread(thread, new)
+        chat.loop()
+    except KeyboardInterrupt:
+        console.print()
+    finally:
+        chat.stop.set()
+
+
+# -- tables --------------------------------------------------------------------------------------
+
+
+def print_thread_table(client: Client, console: Console) -> list[Any]:
+    threads = sorted(
+        client.threads(), key=lambda t: t.get("last_message_at") or t.get("created_at") or "", reverse=True
+    )
+    table = Table(title="Threads", title_justify="left", expand=False)
+    table.add_column("#", justify="right", style="dim")
+    table.add_column("Title", style="bold")
+    table.add_column("Kind")
+    table.add_column("Participants")
+    table.add_column("Last activity")
+    table.add_column("Unread", justify="right")
+    table.add_column("Action", justify="right")
+    table.add_column("ID", style="dim", overflow="fold")
+    for i, t in enumerate(threads, 1):
+        unread = t.get("unread") or 0
+        action = t.get("needs_action") or 0
+        table.add_row(
+            str(i),
+            escape(t.get("title") or "Untitled"),
+            t.get("kind", "task"),
+            " ".join("@" + p["handle"] for p in t.get("participants", [])),
+            _ago(t.get("last_message_at") or t.get("created_at")),
+            f"[bold]{unread}[/]" if unread else "",
+            f"[yellow]{action}[/]" if action else "",
+            t["id"],
+        )
+    if not threads:
+        console.print("[dim]No threads yet.[/]")
+    else:
+        console.print(table)
+    return threads
+
+
+def _bot_state(bot: dict[str, Any]) -> str:
+    state = bot.get("state") or {}
+    parts = []
+    if bot.get("enabled") is False:
+        parts.append("[red]disabled[/]")
+    if state.get("running_threads"):
+        parts.append(f"[green]running[/] in {len(state['running_threads'])} thread(s)")
+    if state.get("waiting_threads"):
+        parts.append(f"[yellow]waiting for a human[/] in {len(state['waiting_threads'])} thread(s)")
+    if not parts or parts == ["[red]disabled[/]"]:
+        parts.append(str(state.get("status") or "idle"))
+    return ", ".join(parts)
+
+
+def print_threads(server: str, token: str | None) -> None:
+    with Client(server, token) as client:
+        print_thread_table(client, Console(highlight=False))
+
+
+def print_bots(server: str, token: str | None) -> None:
+    console = Console(highlight=False)
+    with Client(server, token) as client:
+        bots = sorted(client.bots(), key=lambda b: b["handle"])
+        threads = {t["id"]: t.get("title") or t["id"] for t in client.threads()}
+    table = Table(title="Bots", title_justify="left")
+    table.add_column("Handle", style="bold cyan")
+    table.add_column("Name")
+    table.add_column("Model")
+    table.add_column("State")
+    table.add_column("Threads")
+    table.add_column("Queue", justify="right")
+    table.add_column("Parallel", justify="right")
+    table.add_column("Approval tools")
+    for bot in bots:
+        state = bot.get("state") or {}
+        busy = [*state.get("running_threads", []), *state.get("waiting_threads", [])]
+        table.add_row(
+            "@" + bot["handle"],
+            escape(bot.get("name") or ""),
+            escape(bot.get("model") or ""),
+            _bot_state(bot),
+            escape(", ".join(threads.get(t, t) for t in busy)),
+            str(state.get("queue_depth", 0)),
+            str(bot.get("max_parallel_threads", 1)),
+            escape(", ".join(bot.get("approval_tools") or [])),
+        )
+    console.print(table)
+
+
+_LEVEL_STYLE = {"debug": "dim", "info": "blue", "warning": "yellow", "error": "bold red"}
+
+
+def _activity_row(row: dict[str, Any]) -> tuple[str, ...]:
+    level = str(row.get("level") or "info")
+    style = _LEVEL_STYLE.get(level, "")
+    return (
+        _clock(row.get("created_at")),
+        f"[{style}]{level}[/]" if style else level,
+        escape(str(row.get("event") or "")),
+        "@" + row["actor"] if row.get("actor") else "",
+        escape(str(row.get("summary") or "")),
+    )
+
+
+def print_activity(server: str, token: str | None, follow: bool) -> None:
+    console = Console(highlight=False)
+    client = Client(server, token)
+    rows = client.activity(limit=50)  # the newest rows, oldest first
+    table = Table(title="Activity", title_justify="left")
+    for name, justify in (
+        ("Time", "left"),
+        ("Level", "left"),
+        ("Event", "left"),
+        ("Actor", "left"),
+        ("Summary", "left"),
+    ):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for row in rows:
+        table.add_row(*_activity_row(row))
+    console.print(table)
+    if not follow:
+        client.close()
+        return
+    console.print("[dim]Following… (Ctrl-C to stop)[/]")
+    since: int | None = None
+    newest = max((int(r["id"]) for r in rows), default=0)
+
+    def show(row: dict[str, Any]) -> None:
+        nonlocal newest
+        if int(row.get("id") or 0) <= newest:
+            return
+        newest = int(row["id"])
+        console.print("  ".join(_activity_row(row)), highlight=False, soft_wrap=True)
+
+    try:
+        while True:
+            try:
+                for event in client.events(since=since):
+                    if event.id is not None:
+                        since = event.id
+                    if event.event == "activity.created" and isinstance(event.data, dict):
+                        show(event.data)
+                    elif event.id is not None:
+                        # activity.created is live-only: catch up on rows written meanwhile.
+                        for row in client.activity(after_id=newest, limit=500):
+                            show(row)
+            except httpx.TransportError:
+                console.print("[red]connection lost; reconnecting…[/]")
+                time.sleep(1.0)  # back-off before reconnecting
+    except KeyboardInterrupt:
+        console.print()
+    finally:
+        client.close()
+
+
+if __name__ == "__main__":  # pragma: no cover - handy without the CLI wiring
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="openbot-chat")
+    parser.add_argument("--server", default="http://127.0.0.1:8000")
+    parser.add_argument("--thread")
+    parser.add_argument("--new")
+    ns = parser.parse_args()
+    import os
+
+    run_chat(ns.server, os.environ.get("OPENBOT_API_TOKEN"), ns.thread, ns.new)
+    sys.exit(0)

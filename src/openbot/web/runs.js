@@ -1,0 +1,425 @@
+// Run cards (status, triggers, steps, usage, Cancel, the streamed reply) and the human-in-the-
+// loop cards: a question (text answer) and an approval (per action: approve, edit args, reject).
+
+import { h, fill, clear, json, duration, timeEl, toast, nextId, renderText } from "/web/dom.js";
+import { api, describeError } from "/web/api.js";
+
+export const OPEN_STATUSES = new Set(["queued", "running", "waiting_human"]);
+
+const STATUS_LABEL = {
+  queued: "queued",
+  running: "running",
+  waiting_human: "waiting for you",
+  completed: "completed",
+  failed: "failed",
+  cancelled: "cancelled",
+};
+
+export function statusLabel(status) {
+  return STATUS_LABEL[status] || status || "unknown";
+}
+
+function usageText(usage) {
+  if (!usage || typeof usage !== "object") return "";
+  const input = usage.input_tokens ?? usage.prompt_tokens;
+  const output = usage.output_tokens ?? usage.completion_tokens;
+  if (input !== undefined || output !== undefined) return `${input ?? 0} in · ${output ?? 0} out tokens`;
+  const parts = Object.entries(usage)
+    .filter(([, v]) => typeof v === "number")
+    .map(([k, v]) => `${k.replace(/_/g, " ")} ${v}`);
+  return parts.join(" · ");
+}
+
+function errorText(error) {
+  if (!error) return "";
+  if (typeof error === "string") return error;
+  return [error.code, error.message].filter(Boolean).join(": ") || json(error);
+}
+
+export class RunCard {
+  /** options.onJump(messageId) scrolls the thread to a trigger message. */
+  constructor(run, options = {}) {
+    this.run = run;
+    this.options = options;
+    this.events = new Map();
+    this.eventsLoaded = false;
+    this.streamText = "";
+    this.interruptKey = "";
+    this.el = h("section.run", { "aria-label": "" });
+    this.head = h("div.run-head");
+    this.stream = h("div.run-stream", { hidden: true });
+    this.interruptHost = h("div.run-interrupt");
+    this.details = h("details.run-details");
+    this.detailsBody = h("div.run-details-body");
+    this.details.append(h("summary", "Details"), this.detailsBody);
+    this.details.addEventListener("toggle", () => {
+      if (this.details.open) this.loadEvents();
+    });
+    this.el.append(this.head, this.stream, this.interruptHost, this.details);
+    this.render();
+    if (OPEN_STATUSES.has(run.status)) this.loadEvents();
+  }
+
+  update(run) {
+    const wasOpen = OPEN_STATUSES.has(this.run.status);
+    this.run = { ...this.run, ...run, events: undefined };
+    if (wasOpen && !OPEN_STATUSES.has(this.run.status)) {
+      // Finished: the reply message (if any) replaces the streamed text.
+      this.setStream("");
+    }
+    this.render();
+  }
+
+  addEvent(event) {
+    if (!event || event.seq === undefined) return;
+    this.events.set(event.seq, event);
+    this.renderHead();
+    if (this.details.open) this.renderDetails();
+  }
+
+  appendDelta(text) {
+    if (this.replied) return; // late deltas can trail the reply message on the wire
+    this.setStream(this.streamText + text);
+  }
+
+  /** The run's reply message is on screen: drop the streamed copy for good. */
+  markReplied() {
+    this.replied = true;
+    this.setStream("");
+  }
+
+  setStream(text) {
+    this.streamText = text;
+    this.stream.hidden = !text;
+    if (!text) {
+      clear(this.stream);
+      return;
+    }
+    if (!this.streamNode) {
+      this.streamNode = document.createTextNode("");
+      this.caret = h("span.caret", { "aria-hidden": "true" });
+    }
+    if (!this.stream.firstChild) this.stream.append(this.streamNode, this.caret);
+    this.streamNode.data = text;
+  }
+
+  async loadEvents() {
+    if (this.loadingEvents) return this.loadingEvents;
+    this.loadingEvents = api
+      .run(this.run.id)
+      .then((full) => {
+        for (const event of full.events || []) this.events.set(event.seq, event);
+        this.eventsLoaded = true;
+        const { events, ...rest } = full;
+        this.run = { ...this.run, ...rest };
+        this.render();
+      })
+      .catch(() => {})
+      .finally(() => {
+        this.loadingEvents = null;
+      });
+    return this.loadingEvents;
+  }
+
+  render() {
+    const run = this.run;
+    this.el.className = `run run-${run.status}`;
+    this.el.id = `run-${run.id}`;
+    this.el.dataset.runId = run.id;
+    this.el.dataset.status = run.status;
+    this.el.setAttribute("aria-label", `Run by @${run.bot}: ${statusLabel(run.status)}`);
+    this.renderHead();
+    this.renderInterrupt();
+    if (this.details.open) this.renderDetails();
+  }
+
+  toolCalls() {
+    return [...this.events.values()].filter((e) => e.type === "tool_call").length;
+  }
+
+  renderHead() {
+    const run = this.run;
+    const calls = this.toolCalls();
+    const meta = [];
+    if (calls) meta.push(`${calls} tool call${calls === 1 ? "" : "s"}`);
+    if (run.started_at) meta.push(duration(run.started_at, run.finished_at));
+    const usage = usageText(run.usage);
+    if (usage && !OPEN_STATUSES.has(run.status)) meta.push(usage);
+    fill(this.head, 
+      h("span.run-dot", { "aria-hidden": "true" }),
+      h("span.run-bot", `@${run.bot}`),
+      h("span.run-status", statusLabel(run.status)),
+      meta.length ? h("span.run-meta", meta.join(" · ")) : null,
+      run.status === "failed" && run.error ? h("span.run-error", errorText(run.error)) : null,
+      h("span.spacer"),
+      OPEN_STATUSES.has(run.status)
+        ? h(
+            "button.small.danger-outline",
+            {
+              type: "button",
+              "aria-label": `Cancel run by @${run.bot}`,
+              onclick: (event) => this.cancel(event.currentTarget),
+            },
+            "Cancel",
+          )
+        : null,
+    );
+  }
+
+  async cancel(button) {
+    button.disabled = true;
+    try {
+      await api.cancel(this.run.id);
+      toast(`Cancelling @${this.run.bot}'s run…`);
+    } catch (error) {
+      button.disabled = false;
+      toast(`Cancel failed: ${describeError(error)}`, "error");
+    }
+  }
+
+  renderInterrupt() {
+    const run = this.run;
+    const key = run.status === "waiting_human" && run.interrupt ? `${run.id}:${json(run.interrupt)}` : "";
+    if (key === this.interruptKey) return;
+    this.interruptKey = key;
+    clear(this.interruptHost);
+    if (key) this.interruptHost.append(interruptCard(run));
+  }
+
+  renderDetails() {
+    const run = this.run;
+    const body = clear(this.detailsBody);
+    const triggers = run.trigger_message_ids || [];
+    body.append(
+      h(
+        "dl.kv",
+        h("dt", "Run"),
+        h("dd", h("code", run.id)),
+        h("dt", "Created"),
+        h("dd", timeEl(run.created_at)),
+        run.finished_at ? [h("dt", "Finished"), h("dd", timeEl(run.finished_at))] : null,
+        h("dt", "Triggers"),
+        h(
+          "dd",
+          triggers.length
+            ? triggers.map((id, i) =>
+                h(
+                  "a.trigger",
+                  {
+                    href: `#m-${id}`,
+                    onclick: (event) => {
+                      if (this.options.onJump) {
+                        event.preventDefault();
+                        this.options.onJump(id);
+                      }
+                    },
+                  },
+                  `message ${i + 1}`,
+                ),
+              )
+            : "—",
+        ),
+        h("dt", "Usage"),
+        h("dd", usageText(run.usage) || "—"),
+        run.error ? [h("dt", "Error"), h("dd.error-text", errorText(run.error))] : null,
+      ),
+    );
+    const steps = [...this.events.values()].sort((a, b) => a.seq - b.seq);
+    if (!this.eventsLoaded && !steps.length) {
+      body.append(h("p.muted.small", "Loading steps…"));
+      return;
+    }
+    if (!steps.length) {
+      body.append(h("p.muted.small", "No steps recorded."));
+      return;
+    }
+    body.append(h("ol.steps", steps.map(stepItem)));
+  }
+}
+
+function stepItem(event) {
+  const p = event.payload || {};
+  let title = event.type;
+  if (event.type === "tool_call") title = `call ${p.name || p.tool || "tool"}`;
+  else if (event.type === "tool_result") title = `result ${p.name || p.tool || ""}`.trim();
+  else if (event.type === "text") title = "text";
+  const preview =
+    event.type === "tool_call"
+      ? json(p.args ?? p.arguments ?? p)
+      : event.type === "tool_result"
+        ? typeof (p.content ?? p.result ?? p.output) === "string"
+          ? (p.content ?? p.result ?? p.output)
+          : json(p.content ?? p.result ?? p.output ?? p)
+        : typeof p === "string"
+          ? p
+          : p.text || p.content || json(p);
+  return h(
+    "li.step",
+    { class: `step-${event.type}` },
+    h("details", h("summary", h("span.step-type", title), h("span.step-preview", String(preview).slice(0, 80))), h("pre", String(preview))),
+  );
+}
+
+// ---- human-in-the-loop cards ----------------------------------------------------------------------
+
+export function interruptCard(run, { threadTitle } = {}) {
+  const interrupt = run.interrupt || {};
+  if (interrupt.kind === "approval") return approvalCard(run, threadTitle);
+  return questionCard(run, threadTitle);
+}
+
+function errorSlot() {
+  return h("p.form-error", { role: "alert", hidden: true });
+}
+
+function showError(slot, error) {
+  slot.hidden = false;
+  slot.textContent = describeError(error);
+}
+
+function questionCard(run, threadTitle) {
+  const id = nextId("answer");
+  const question = run.interrupt?.question ?? "";
+  const textarea = h("textarea", { id, rows: 2, required: true, placeholder: "Type your answer" });
+  const err = errorSlot();
+  const submit = h("button.primary", { type: "submit" }, "Answer");
+  const form = h(
+    "form.interrupt.interrupt-question",
+    { "aria-label": `Question from @${run.bot}`, dataset: { runId: run.id } },
+    h(
+      "div.interrupt-head",
+      h("span.interrupt-kind", "Question"),
+      h("span", ` from @${run.bot}`),
+      threadTitle ? h("span.muted", ` in ${threadTitle}`) : null,
+    ),
+    h("p.interrupt-text", renderText(question)),
+    h("label.visually-hidden", { for: id }, "Your answer"),
+    textarea,
+    err,
+    h("div.row.end", submit),
+  );
+  textarea.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      form.requestSubmit();
+    }
+  });
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const answer = textarea.value.trim();
+    if (!answer) {
+      textarea.focus();
+      return;
+    }
+    submit.disabled = true;
+    err.hidden = true;
+    try {
+      await api.resume(run.id, { answer });
+      form.classList.add("sent");
+      fill(form, h("p.muted", { role: "status" }, `Answered: “${answer}”. Resuming @${run.bot}…`));
+    } catch (error) {
+      submit.disabled = false;
+      showError(err, error);
+    }
+  });
+  return form;
+}
+
+function approvalCard(run, threadTitle) {
+  const actions = run.interrupt?.actions || [];
+  const err = errorSlot();
+  const rows = actions.map((action, index) => approvalRow(run, action, index));
+  const submit = h("button.primary", { type: "submit" }, actions.length > 1 ? "Send decisions" : "Send decision");
+  const form = h(
+    "form.interrupt.interrupt-approval",
+    { "aria-label": `Approval requested by @${run.bot}`, dataset: { runId: run.id } },
+    h(
+      "div.interrupt-head",
+      h("span.interrupt-kind", "Approval"),
+      h("span", ` @${run.bot} wants to run ${actions.length} action${actions.length === 1 ? "" : "s"}`),
+      threadTitle ? h("span.muted", ` in ${threadTitle}`) : null,
+    ),
+    rows.map((r) => r.el),
+    err,
+    h("div.row.end", submit),
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    err.hidden = true;
+    let decisions;
+    try {
+      decisions = rows.map((r) => r.decision());
+    } catch (error) {
+      showError(err, error);
+      return;
+    }
+    submit.disabled = true;
+    try {
+      await api.resume(run.id, { decisions });
+      const summary = decisions.map((d, i) => `${actions[i].name}: ${d.type}`).join(", ");
+      fill(form, h("p.muted", { role: "status" }, `Sent (${summary}). Resuming @${run.bot}…`));
+    } catch (error) {
+      submit.disabled = false;
+      showError(err, error);
+    }
+  });
+  return form;
+}
+
+function approvalRow(run, action, index) {
+  const group = nextId("decision");
+  const argsId = nextId("args");
+  const reasonId = nextId("reason");
+  const radio = (value, label) =>
+    h(
+      "label.seg",
+      h("input", { type: "radio", name: group, value, checked: value === "approve" }),
+      h("span", label),
+    );
+  const argsText = json(action.args ?? {});
+  const args = h("textarea.code", { id: argsId, rows: Math.min(10, argsText.split("\n").length + 1), readOnly: true, spellcheck: false }, argsText);
+  args.value = argsText;
+  const reason = h("input", { id: reasonId, type: "text", placeholder: "Why not? (sent to the bot)" });
+  const reasonWrap = h("div.stack.tight", { hidden: true }, h("label", { for: reasonId }, "Reason for rejecting"), reason);
+  const argsLabel = h("label", { for: argsId }, "Arguments");
+  const el = h(
+    "fieldset.action",
+    h("legend", h("code", action.name), actionsCountLabel(index)),
+    h("div.segmented", { role: "radiogroup", "aria-label": `Decision for ${action.name}` }, radio("approve", "Approve"), radio("edit", "Edit"), radio("reject", "Reject")),
+    argsLabel,
+    args,
+    reasonWrap,
+  );
+  const current = () => el.querySelector(`input[name="${group}"]:checked`)?.value || "approve";
+  el.addEventListener("change", (event) => {
+    if (event.target.name !== group) return;
+    const value = current();
+    args.readOnly = value !== "edit";
+    argsLabel.textContent = value === "edit" ? "Arguments (JSON, editable)" : "Arguments";
+    reasonWrap.hidden = value !== "reject";
+    el.dataset.decision = value;
+    if (value === "edit") args.focus();
+    if (value === "reject") reason.focus();
+  });
+  el.dataset.decision = "approve";
+  return {
+    el,
+    decision() {
+      const value = current();
+      if (value === "approve") return { type: "approve" };
+      if (value === "reject") {
+        const message = reason.value.trim();
+        return message ? { type: "reject", message } : { type: "reject" };
+      }
+      try {
+        return { type: "edit", args: JSON.parse(args.value) };
+      } catch (error) {
+        throw new Error(`Arguments for ${action.name} are not valid JSON: ${error.message}`);
+      }
+    },
+  };
+}
+
+function actionsCountLabel(index) {
+  return h("span.muted", ` · action ${index + 1}`);
+}
