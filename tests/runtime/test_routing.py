@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from conftest import Team
-
 from openbot.core.mentions import parse_mentions
 
 
@@ -16,10 +15,10 @@ async def test_rule_to_handles_come_first_then_mentions_deduplicated(team: Team)
 
 async def test_rule_disabled_bots_and_the_sender_are_never_targets(team: Team) -> None:
     await team.script("qa", [], enabled=False)
+    await team.script("engineer", [{"match": ".", "reply": "@engineer note to self, @reviewer look"}])
     thread = await team.thread()
     result = await team.post(thread, "@qa @engineer")
     assert result.addressed == ["engineer"]
-    await team.script("engineer", [{"match": ".", "reply": "@engineer note to self, @reviewer look"}])
     await team.idle()
     reviewer_items = await team.items("reviewer")
     assert len(reviewer_items) == 1  # the engineer's self-mention was skipped, not counted as first
