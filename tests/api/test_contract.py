@@ -280,3 +280,20 @@ async def test_inbox_lists_and_acks(client: httpx.AsyncClient, team: Team) -> No
     acked = await client.post(f"/api/v1/inbox/{items[0]['id']}/ack")
     assert acked.status_code == 200 and acked.json()["status"] == "done"
     assert not (await client.get("/api/v1/actors/you/inbox", params={"status": "queued"})).json()["items"]
+
+
+async def test_delete_thread_cancels_its_open_runs_and_removes_it(
+    client: httpx.AsyncClient, team: Team
+) -> None:
+    await team.script(
+        "engineer",
+        [{"match": ".", "reply": "ok", "tool_calls": [{"name": "ask_human", "args": {"question": "?"}}]}],
+    )
+    thread = await team.thread()
+    await team.post(thread, "@engineer go")
+    await team.idle()
+    assert (await client.delete(f"/api/v1/threads/{thread}")).status_code == 204
+    _error(await client.get(f"/api/v1/threads/{thread}"), 404, "not_found")
+    assert not await team.runs(thread) and not await team.items("you")
+    status = (await client.get("/api/v1/status")).json()
+    assert status["runs"]["waiting_human"] == 0

@@ -139,3 +139,14 @@ async def test_replay_from_before_the_pruned_journal_sends_reset(server: str, te
     )
     reset = next(e for e in events if "event" in e)
     assert reset["event"] == "reset" and json.loads(reset["data"])["reason"] == "journal pruned"
+
+
+async def test_heartbeats_are_sent_as_comments(server: str, rt: Runtime) -> None:
+    rt.settings.heartbeat_seconds = 1
+    got = await collect(
+        f"{server}/api/v1/events",
+        {},
+        {},
+        lambda got: any(e.get("comment", "").startswith(": ping") for e in got),
+    )
+    assert any(e.get("comment", "").startswith(": ping") for e in got)

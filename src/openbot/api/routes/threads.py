@@ -13,7 +13,7 @@ from openbot.core.errors import InvalidArgument, NotFound
 from openbot.runtime import threads
 from openbot.runtime.team import get_actor
 from openbot.store.journal import append_event, now
-from openbot.store.models import Actor, InboxItem, Thread
+from openbot.store.models import ACTIVE_RUN_STATUSES, Actor, InboxItem, Run, Thread
 from openbot.store.views import item_view
 
 router = APIRouter()
@@ -55,8 +55,16 @@ async def get_thread(rt: RuntimeDep, thread_id: str, actor: str = "you") -> dict
 
 @router.delete("/threads/{thread_id}", status_code=204)
 async def delete_thread(rt: RuntimeDep, thread_id: str) -> Response:
+    """Delete a thread with everything in it; its open runs are cancelled first."""
     async with rt.db.transaction() as s:
+        open_runs = list(
+            await s.scalars(
+                select(Run.id).where(Run.thread_id == thread_id, Run.status.in_(ACTIVE_RUN_STATUSES))
+            )
+        )
         await threads.delete_thread(s, thread_id)
+    for run_id in open_runs:
+        await rt.system.cancel(run_id)
     return Response(status_code=204)
 
 
