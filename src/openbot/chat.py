@@ -223,7 +223,7 @@ class Chat:
             done = state.streamed
             state.streaming, state.streamed = None, ""
             if full.startswith(done):
-                self.screen.stream(None, full[len(done):])
+                self.screen.stream(None, full[len(done) :])
                 self.screen.end_stream()
                 return
             self.screen.end_stream()
@@ -282,7 +282,8 @@ class Chat:
             header = None
             if state.streaming != run_id:
                 state.streaming, state.streamed = run_id, ""
-                header = f"[dim]{_clock(datetime.now().astimezone().isoformat())}[/] [bold cyan]@{data.get('bot', '?')}[/]: "
+                now = _clock(datetime.now().astimezone().isoformat())
+                header = f"[dim]{now}[/] [bold cyan]@{data.get('bot', '?')}[/]: "
             delta = str(data.get("delta", ""))
             state.streamed += delta
             self.screen.stream(header, delta)

@@ -87,6 +87,47 @@ def post(
     typer.echo(f"posted {body['message']['id']}; woke {woke}")
 
 
+@app.command()
+def chat(
+    server: ServerOpt = "http://127.0.0.1:8000",
+    token: TokenOpt = None,
+    thread: Annotated[str | None, typer.Option("--thread", help="Open this thread.")] = None,
+    new: Annotated[str | None, typer.Option("--new", help="Start a new thread with this title.")] = None,
+) -> None:
+    """A live terminal client: follow a thread, talk to the bots, answer questions and approvals."""
+    from openbot.chat import run_chat
+
+    run_chat(server, token, thread, new)
+
+
+@app.command()
+def threads(server: ServerOpt = "http://127.0.0.1:8000", token: TokenOpt = None) -> None:
+    """List threads with their last activity."""
+    from openbot.chat import print_threads
+
+    print_threads(server, token)
+
+
+@app.command()
+def bots(server: ServerOpt = "http://127.0.0.1:8000", token: TokenOpt = None) -> None:
+    """List bots with their live state."""
+    from openbot.chat import print_bots
+
+    print_bots(server, token)
+
+
+@app.command()
+def activity(
+    server: ServerOpt = "http://127.0.0.1:8000",
+    token: TokenOpt = None,
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing new entries.")] = False,
+) -> None:
+    """The diagnostic timeline (why each bot did what it did)."""
+    from openbot.chat import print_activity
+
+    print_activity(server, token, follow)
+
+
 @db_app.command("upgrade")
 def db_upgrade() -> None:
     """Apply database migrations (the server also does this at start)."""

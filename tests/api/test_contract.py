@@ -297,3 +297,16 @@ async def test_delete_thread_cancels_its_open_runs_and_removes_it(
     assert not await team.runs(thread) and not await team.items("you")
     status = (await client.get("/api/v1/status")).json()
     assert status["runs"]["waiting_human"] == 0
+
+
+async def test_messages_page_backwards_from_the_newest(client: httpx.AsyncClient, team: Team) -> None:
+    thread = await team.thread()
+    team.rt.system.pause()
+    for i in range(5):
+        await team.post(thread, f"note {i}", to=[])
+    url = f"/api/v1/threads/{thread}/messages"
+    newest = (await client.get(url, params={"latest": "true", "limit": 2})).json()
+    assert [m["content"] for m in newest["items"]] == ["note 3", "note 4"]
+    older = (await client.get(url, params={"before": newest["previous"], "limit": 2})).json()
+    assert [m["content"] for m in older["items"]] == ["note 1", "note 2"]
+    assert (await client.get("/api/v1/")).json()["name"] == "openbot"

@@ -19,7 +19,7 @@ from sqlalchemy import select, update
 from openbot.config import Settings
 from openbot.runtime.delivery import Delivery, release_holds
 from openbot.runtime.runner import Runner
-from openbot.runtime.runs import Claim, StaleLease, claim_next, end_run, finish
+from openbot.runtime.runs import Claim, Outcome, StaleLease, claim_next, end_run, finish
 from openbot.store.db import Database
 from openbot.store.journal import log_activity, now, prune_journal
 from openbot.store.models import Actor, BotProfile, HeldHandoff, InboxItem, Run
@@ -76,7 +76,8 @@ class ActorSystem:
         self.slots = asyncio.Semaphore(settings.max_concurrent_runs)
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{os.urandom(3).hex()}"
         self.workers: dict[str, BotWorker] = {}
-        self.in_flight: dict[str, asyncio.Task[None]] = {}  # run id → task
+        self.in_flight: dict[str, asyncio.Task[None]] = {}  # run id → task that runs and settles it
+        self.executions: dict[str, asyncio.Task[Outcome]] = {}  # run id → the agent's own task
         self._group: asyncio.TaskGroup | None = None
         self._tick = asyncio.Event()
         self.unpaused = asyncio.Event()
@@ -146,19 +147,28 @@ class ActorSystem:
     async def _run(self, claim: Claim) -> None:
         woken: list[str] = []
         terminal = True
+        # The agent runs in its own task so that cancelling a run (API, or noticed by the heartbeat)
+        # interrupts the model call, never a transaction of this function.
+        execution = asyncio.create_task(self.runner.execute(claim), name=f"openbot-execute-{claim.run_id}")
+        self.executions[claim.run_id] = execution
         try:
-            outcome = await self.runner.execute(claim)
+            try:
+                outcome = await execution
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if execution.cancelled() and not (current and current.cancelling()):
+                    return  # cancelled through the API: the cancel already wrote the run's end
+                raise
             terminal = outcome.interrupt is None
             async with self.db.transaction() as s:
                 woken = await finish(s, claim, outcome, self.delivery)
         except StaleLease:
             log.info("run %s moved on without this worker; its result is dropped", claim.run_id)
-        except asyncio.CancelledError:
-            pass  # cancelled through the API: the cancel already wrote the run's end
         except Exception:  # supervision boundary: record and keep the system alive
             log.exception("run %s could not be finished", claim.run_id)
             await self._fail(claim.run_id, "internal", "the run could not be finished; see the server log")
         finally:
+            self.executions.pop(claim.run_id, None)
             self.slots.release()
             if terminal:  # a run that never paused kept its transcript in memory only
                 await self.runner.forget(claim.run_id, durable=claim.resume)
@@ -167,10 +177,10 @@ class ActorSystem:
             self.changed()
 
     async def cancel(self, run_id: str) -> None:
-        """Cancel a run's task in this process, if it has one (the API wrote the end already)."""
-        task = self.in_flight.get(run_id)
-        if task is not None:
-            task.cancel()
+        """Stop a run's agent in this process, if it runs here (the API wrote the run's end already)."""
+        execution = self.executions.get(run_id)
+        if execution is not None:
+            execution.cancel()
         await self.runner.forget(run_id)
 
     async def _fail(self, run_id: str, code: str, message: str) -> None:
@@ -282,10 +292,10 @@ class ActorSystem:
                     select(Run.id).where(Run.id.in_(list(self.in_flight)), Run.status != "running")
                 )
             ).all()
-        for run_id in gone:
-            task = self.in_flight.get(run_id)
-            if task is not None:
-                task.cancel()
+        for run_id in gone:  # cancelled elsewhere, or taken over: stop working on it
+            execution = self.executions.get(run_id)
+            if execution is not None:
+                execution.cancel()
 
     # ── idleness, for tests and the CLI ──────────────────────────────────────────────────────
     def changed(self) -> None:

@@ -34,24 +34,43 @@ async def participants(session: AsyncSession, thread_id: str) -> list[Actor]:
 
 
 async def view(session: AsyncSession, thread: Thread, *, actor: Actor | None = None) -> dict[str, Any]:
-    default = await session.get(Actor, thread.default_bot_id) if thread.default_bot_id else None
-    out = thread_view(thread, await participants(session, thread.id), default)
+    return (await views(session, [thread], actor=actor))[0]
+
+
+async def views(
+    session: AsyncSession, rows: list[Thread], *, actor: Actor | None = None
+) -> list[dict[str, Any]]:
+    """Thread views for many threads in three queries (participants, default bots, unread counts)."""
+    ids = [t.id for t in rows]
+    members: dict[str, list[Actor]] = {i: [] for i in ids}
+    for thread_id, member in await session.execute(
+        select(ThreadParticipant.thread_id, Actor)
+        .join(Actor, Actor.id == ThreadParticipant.actor_id)
+        .where(ThreadParticipant.thread_id.in_(ids))
+        .order_by(ThreadParticipant.joined_at, Actor.handle)
+    ):
+        members[thread_id].append(member)
+    defaults = {t.default_bot_id for t in rows if t.default_bot_id}
+    bots = (
+        {a.id: a for a in await session.scalars(select(Actor).where(Actor.id.in_(defaults)))}
+        if defaults
+        else {}
+    )
+    counts: dict[tuple[str, str], int] = {}
     if actor is not None:
-        counts = dict(
-            (
-                await session.execute(
-                    select(InboxItem.kind, func.count())
-                    .where(
-                        InboxItem.actor_id == actor.id,
-                        InboxItem.thread_id == thread.id,
-                        InboxItem.status == "queued",
-                    )
-                    .group_by(InboxItem.kind)
-                )
-            ).all()
-        )
-        out["unread"] = int(counts.get("message", 0))
-        out["needs_action"] = int(counts.get("question", 0))
+        for thread_id, kind, count in await session.execute(
+            select(InboxItem.thread_id, InboxItem.kind, func.count())
+            .where(InboxItem.actor_id == actor.id, InboxItem.thread_id.in_(ids), InboxItem.status == "queued")
+            .group_by(InboxItem.thread_id, InboxItem.kind)
+        ):
+            counts[(thread_id, kind)] = int(count)
+    out = []
+    for thread in rows:
+        item = thread_view(thread, members[thread.id], bots.get(thread.default_bot_id or ""))
+        if actor is not None:
+            item["unread"] = counts.get((thread.id, "message"), 0)
+            item["needs_action"] = counts.get((thread.id, "question"), 0)
+        out.append(item)
     return out
 
 
@@ -121,8 +140,15 @@ async def delete_thread(session: AsyncSession, thread_id: str) -> None:
 
 
 async def list_messages(
-    session: AsyncSession, thread_id: str, *, after: str | None, limit: int
+    session: AsyncSession,
+    thread_id: str,
+    *,
+    after: str | None,
+    limit: int,
+    before: str | None = None,
+    latest: bool = False,
 ) -> list[dict[str, Any]]:
+    """Messages oldest first: after ``after``; or the ``limit`` newest (before ``before``, if given)."""
     await get_thread(session, thread_id)
     stmt = (
         select(Message, Actor)
@@ -131,5 +157,10 @@ async def list_messages(
     )
     if after:
         stmt = stmt.where(Message.id > after)
-    rows = (await session.execute(stmt.order_by(Message.id).limit(limit))).all()
+    if before:
+        stmt = stmt.where(Message.id < before)
+    if before or latest:
+        rows = list(reversed((await session.execute(stmt.order_by(Message.id.desc()).limit(limit))).all()))
+    else:
+        rows = list((await session.execute(stmt.order_by(Message.id).limit(limit))).all())
     return [message_view(m, a) for m, a in rows]

@@ -22,6 +22,7 @@ router = APIRouter()
 
 
 @router.get("")
+@router.get("/", include_in_schema=False)
 async def info() -> dict[str, Any]:
     return {"name": "openbot", "version": __version__, "protocol_version": PROTOCOL_VERSION}
 

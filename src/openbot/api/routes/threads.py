@@ -42,7 +42,7 @@ async def list_threads(
             limit
         )
         rows = list(await s.scalars(stmt))
-        return {"items": [await threads.view(s, t, actor=who) for t in rows]}
+        return {"items": await threads.views(s, rows, actor=who)}
 
 
 @router.get("/threads/{thread_id}")
@@ -70,11 +70,24 @@ async def delete_thread(rt: RuntimeDep, thread_id: str) -> Response:
 
 @router.get("/threads/{thread_id}/messages")
 async def list_messages(
-    rt: RuntimeDep, thread_id: str, after: str | None = None, limit: int = Query(100, ge=1, le=5000)
+    rt: RuntimeDep,
+    thread_id: str,
+    after: str | None = None,
+    before: str | None = Query(None, description="the `limit` messages just before this id"),
+    latest: bool = Query(False, description="the `limit` newest messages"),
+    limit: int = Query(100, ge=1, le=5000),
 ) -> dict[str, Any]:
     async with rt.db.read() as s:
-        items = await threads.list_messages(s, thread_id, after=after, limit=limit)
-    return {"items": items, "next": items[-1]["id"] if len(items) == limit else None}
+        items = await threads.list_messages(
+            s, thread_id, after=after, before=before, latest=latest, limit=limit
+        )
+    backwards = bool(before or latest)
+    more = len(items) == limit
+    return {
+        "items": items,
+        "next": items[-1]["id"] if more and not backwards else None,
+        "previous": items[0]["id"] if more and backwards else None,
+    }
 
 
 @router.post("/threads/{thread_id}/messages", status_code=201)
