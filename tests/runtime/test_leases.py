@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from conftest import Team
 from sqlalchemy import update
 
+from conftest import Team
 from openbot.runtime.runs import Outcome, StaleLease, finish
 from openbot.runtime.team import get_actor
 from openbot.store.journal import now

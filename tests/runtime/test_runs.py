@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from conftest import Team
 from sqlalchemy import select
 
+from conftest import Team
 from openbot.runtime import runs as run_ops
 from openbot.runtime.team import get_actor
 from openbot.store.models import Run, RunEvent
