@@ -65,6 +65,7 @@ def settings(tmp_path: Path, backend: str) -> Settings:
         database_url=PG_URL if backend == "postgresql" else None,
         poll_seconds=0.5,
         lease_seconds=30,
+        drain_seconds=2,
     )
 
 

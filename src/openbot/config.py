@@ -33,6 +33,7 @@ class Settings(BaseSettings):
     poll_seconds: float = Field(2.0, gt=0, validation_alias=_env("POLL_SECONDS"))
     heartbeat_seconds: float = Field(15.0, gt=0, validation_alias=_env("SSE_HEARTBEAT_SECONDS"))
     journal_retention_days: float = Field(7.0, gt=0, validation_alias=_env("JOURNAL_RETENTION_DAYS"))
+    drain_seconds: float = Field(10.0, ge=0, validation_alias=_env("DRAIN_SECONDS"))
     max_body_bytes: int = Field(1_048_576, validation_alias=_env("MAX_BODY_BYTES"))
 
     def resolved_database_url(self) -> str:

@@ -182,3 +182,25 @@ async def test_list_bots_tool_lists_the_team(team: Team) -> None:
     reply = next(m["content"] for m in await team.messages(thread) if m["sender"]["handle"] == "qa")
     assert reply.splitlines()[0].startswith("@chief_of_staff (Chief of Staff)")
     assert "@engineer" in reply and "@qa" in reply
+
+
+async def test_stopping_lets_in_flight_runs_finish_first(settings: object) -> None:
+    from conftest import reset_postgres
+    from openbot.runtime.engine import Runtime
+
+    if settings.database_url:  # type: ignore[attr-defined]
+        await reset_postgres(settings.database_url)  # type: ignore[attr-defined]
+    async with Runtime(settings) as rt:  # type: ignore[arg-type]
+        team = Team(rt)
+        await team.script("engineer", [], delay_ms=300)
+        thread = await team.thread()
+        await team.post(thread, "@engineer finish this")
+
+        async def running() -> bool:
+            return any(r.status == "running" for r in await team.runs(thread))
+
+        await wait_for(team, running)
+    async with Runtime(settings) as rt:  # type: ignore[arg-type]
+        team = Team(rt)
+        assert [r.status for r in await team.runs(thread)] == ["completed"]
+        assert (await team.messages(thread))[-1]["content"] == "(scripted) engineer received 1 message."

@@ -130,6 +130,19 @@ class ActorSystem:
         self.unpaused.set()
         self.changed()
 
+    async def settle(self, timeout: float) -> bool:
+        """Stop starting runs and wait (up to ``timeout``) for the in-flight ones to settle."""
+        self.pause()
+        try:
+            async with asyncio.timeout(timeout):
+                while self.in_flight:
+                    self._tick.clear()
+                    if self.in_flight:
+                        await self._tick.wait()
+        except TimeoutError:
+            return False
+        return True
+
     # ── claiming and running ─────────────────────────────────────────────────────────────────
     async def claim(self, bot_id: str) -> Claim | None:
         async with self.db.transaction() as s:

@@ -67,6 +67,11 @@ class Runtime:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
+        if self._task is not None and not self._task.done():
+            # Graceful drain: in-flight runs get a moment to finish; what is still running after
+            # it is cancelled and recovered (failed with a notice, its mail re-queued) at next start.
+            if not await self.system.settle(self.settings.drain_seconds):
+                log.warning("stopping with %d run(s) still in flight", len(self.system.in_flight))
         if self._task is not None:
             self._task.cancel()
             try:

@@ -1,0 +1,251 @@
+"""The crash test (DESIGN §2 invariant 12, §6 "Restart"): SIGKILL a real ``openbot serve`` mid-run.
+
+Before the kill: @engineer is inside a slow model call in thread A (its run is ``running``), @qa
+asked a human and waits (``waiting_human``) in thread Q, and more mail for @engineer waits in
+thread B (its ceiling is one thread, so it stays queued). After a restart on the same data:
+
+- the interrupted run is ``failed`` and says so in its thread (a system notice, ``run_failed``);
+- its trigger message is queued again and answered, once;
+- the queued mail of thread B is answered (nothing lost);
+- the unanswered question survives, and answering it resumes @qa's run, which completes with the
+  answer in its reply.
+
+On PostgreSQL (when OPENBOT_TEST_DATABASE_URL is set) the same scenario runs with a 2 s lease:
+there recovery takes over only runs whose lease expired (``ActorSystem.recover``).
+
+The server is another process, so the test polls its HTTP API with deadlines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+import pytest
+
+from conftest import PG_URL, reset_postgres
+
+pytestmark = pytest.mark.slow
+
+OPENBOT = Path(sys.executable).with_name("openbot")
+T = TypeVar("T")
+
+ENGINEER_SCRIPT = [{"match": ".", "reply": "engineer finished"}]
+QA_SCRIPT = [
+    {
+        "match": ".",
+        "reply": "ok {tool_result}",
+        "tool_calls": [{"name": "ask_human", "args": {"question": "Ship it?"}}],
+    }
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_until(predicate: Callable[[], T | None], what: str, timeout: float = 30.0) -> T:
+    """Poll ``predicate`` until it returns something truthy (state owned by the server process)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.05)
+
+
+class Server:
+    """``openbot serve`` in a subprocess over one data directory (and database)."""
+
+    def __init__(self, data_dir: Path, env: dict[str, str]) -> None:
+        self.data_dir = data_dir
+        self.env = env
+        self.log_path = data_dir.parent / "server.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.url = ""
+
+    def start(self) -> None:
+        port = _free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        args = ["serve", "--host", "127.0.0.1", "--port", str(port), "--data-dir", str(self.data_dir)]
+        with self.log_path.open("ab") as log:
+            log.write(f"\n=== start on port {port} ===\n".encode())
+            log.flush()
+            self.proc = subprocess.Popen(
+                [str(OPENBOT), *args],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=self.env,
+            )
+        wait_until(self._healthy, "the server to start", timeout=60)
+
+    def _healthy(self) -> bool:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise AssertionError(f"openbot serve exited with {self.proc.returncode}:\n{self.log()}")
+        try:
+            return httpx.get(f"{self.url}/api/v1/health", timeout=2).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown hook, no lifespan exit, nothing flushed."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-6000:]
+        except OSError:
+            return ""
+
+    # ── the API ──────────────────────────────────────────────────────────────────────────────
+    def call(self, method: str, path: str, body: Any = None, expect: int = 200) -> Any:
+        response = httpx.request(method, f"{self.url}/api/v1{path}", json=body, timeout=30)
+        assert response.status_code == expect, (
+            f"{method} {path} → {response.status_code}: {response.text}\n{self.log()}"
+        )
+        return response.json() if response.content else None
+
+    def runs(self, thread_id: str) -> list[dict[str, Any]]:
+        return list(self.call("GET", f"/runs?thread_id={thread_id}")["items"])
+
+    def messages(self, thread_id: str) -> list[dict[str, Any]]:
+        return list(self.call("GET", f"/threads/{thread_id}/messages?limit=1000")["items"])
+
+    def inbox(self, handle: str, **filters: str) -> list[dict[str, Any]]:
+        query = "&".join(f"{k}={v}" for k, v in filters.items())
+        return list(self.call("GET", f"/actors/{handle}/inbox?{query}")["items"])
+
+    def thread(self, title: str, *participants: str) -> str:
+        body = {"title": title, "participants": list(participants)}
+        return str(self.call("POST", "/threads", body, expect=201)["id"])
+
+    def post(self, thread_id: str, content: str) -> dict[str, Any]:
+        body = {"content": content, "from": "you"}
+        return dict(self.call("POST", f"/threads/{thread_id}/messages", body, expect=201)["message"])
+
+    def run_in(self, thread_id: str, bot: str, status: str) -> dict[str, Any] | None:
+        return next((r for r in self.runs(thread_id) if r["bot"] == bot and r["status"] == status), None)
+
+
+@pytest.fixture
+def server_env(backend: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENBOT_")}
+    env["OPENBOT_FORBID_REAL_MODELS"] = "1"
+    if backend == "postgresql":
+        assert PG_URL is not None
+        asyncio.run(reset_postgres(PG_URL))
+        env.update(
+            OPENBOT_DATABASE_URL=PG_URL,
+            OPENBOT_LEASE_SECONDS="2",  # a killed owner's runs are taken over 2 s after its last beat
+            OPENBOT_POLL_SECONDS="0.5",
+        )
+    return env
+
+
+@pytest.fixture
+def server(tmp_path: Path, server_env: dict[str, str]) -> Iterator[Server]:
+    live = Server(tmp_path / "data", server_env)
+    live.start()
+    try:
+        yield live
+    finally:
+        live.stop()
+
+
+def test_a_crash_mid_run_fails_the_run_loses_nothing_and_keeps_the_question(server: Server) -> None:
+    # ── before the crash ─────────────────────────────────────────────────────────────────────
+    slow = {"script": ENGINEER_SCRIPT, "delay_ms": 20_000}
+    server.call("PATCH", "/bots/engineer", {"model_settings": slow, "max_parallel_threads": 1})
+    server.call("PATCH", "/bots/qa", {"model_settings": {"script": QA_SCRIPT}})
+
+    thread_a = server.thread("interrupted", "engineer")
+    trigger = server.post(thread_a, "@engineer build the thing")
+    interrupted = wait_until(lambda: server.run_in(thread_a, "engineer", "running"), "the engineer's run")
+    assert interrupted["trigger_message_ids"] == [trigger["id"]]
+
+    thread_q = server.thread("question", "qa")
+    server.post(thread_q, "@qa is it ready?")
+    waiting = wait_until(lambda: server.run_in(thread_q, "qa", "waiting_human"), "qa to ask a human")
+    assert waiting["interrupt"] == {"kind": "question", "question": "Ship it?"}
+
+    thread_b = server.thread("queued", "engineer")
+    queued = server.post(thread_b, "@engineer and this one too")
+    assert [i["message_id"] for i in server.inbox("engineer", thread_id=thread_b, status="queued")] == [
+        queued["id"]
+    ]
+    assert server.runs(thread_b) == []  # one thread at a time: the mail waits
+    # The in-flight run already built its (slow) model; the runs after the restart will be quick.
+    server.call("PATCH", "/bots/engineer", {"model_settings": {"script": ENGINEER_SCRIPT, "delay_ms": 0}})
+    assert server.run_in(thread_a, "engineer", "running") is not None, "the run must still be in flight"
+
+    # ── crash and restart ────────────────────────────────────────────────────────────────────
+    server.kill()
+    server.start()
+
+    # The interrupted run failed, and the thread says so.
+    failed = wait_until(
+        lambda: (run := server.call("GET", f"/runs/{interrupted['id']}"))["status"] == "failed" and run,
+        "the interrupted run to be failed",
+    )
+    assert failed["error"]["code"] == "internal"
+    notices = [
+        m
+        for m in server.messages(thread_a)
+        if m["sender"] is None and m["metadata"].get("kind") == "run_failed"
+    ]
+    assert len(notices) == 1, notices
+    assert notices[0]["metadata"]["run_id"] == interrupted["id"]
+    assert notices[0]["metadata"]["requeued"] == 1
+
+    # Its trigger was queued again and is answered once; thread B's mail is answered too.
+    def answered(thread_id: str, message_id: str) -> dict[str, Any] | None:
+        runs = [r for r in server.runs(thread_id) if message_id in r["trigger_message_ids"]]
+        return next((r for r in runs if r["status"] == "completed"), None)
+
+    rerun = wait_until(lambda: answered(thread_a, trigger["id"]), "the interrupted trigger to be answered")
+    assert rerun["id"] != interrupted["id"]
+    later = wait_until(lambda: answered(thread_b, queued["id"]), "thread B's queued mail to be answered")
+    assert later["trigger_message_ids"] == [queued["id"]]
+    for thread_id, run in ((thread_a, rerun), (thread_b, later)):
+        replies = [m for m in server.messages(thread_id) if (m["sender"] or {}).get("handle") == "engineer"]
+        assert [(m["content"], m["run_id"]) for m in replies] == [("engineer finished", run["id"])]
+    assert server.inbox("engineer", status="queued") == []
+    assert server.inbox("engineer", status="processing") == []
+
+    # The question survived: still waiting, still in the human's inbox; answering resumes the run.
+    assert server.call("GET", f"/runs/{waiting['id']}")["status"] == "waiting_human"
+    questions = server.inbox("you", kind="question", status="queued", thread_id=thread_q)
+    assert [q["run_id"] for q in questions] == [waiting["id"]]
+    server.call("POST", f"/runs/{waiting['id']}/resume", {"answer": "yes"}, expect=202)
+    resumed = wait_until(
+        lambda: (run := server.call("GET", f"/runs/{waiting['id']}"))["status"] == "completed" and run,
+        "qa's run to complete after the answer",
+    )
+    reply = next(m for m in server.messages(thread_q) if m["run_id"] == resumed["id"])
+    assert reply["sender"]["handle"] == "qa"
+    assert "yes" in reply["content"]
