@@ -18,7 +18,7 @@ from openbot.core.errors import InvalidArgument
 from openbot.core.ids import new_id
 from openbot.core.mentions import parse_mentions
 from openbot.core.routing import ActorKind, ActorRef, RouteInput, plan_route
-from openbot.store.db import after_commit
+from openbot.store.db import THREADS_LOCKED, after_commit
 from openbot.store.journal import append_event, log_activity, now
 from openbot.store.models import Actor, HeldHandoff, InboxItem, Message, Thread, ThreadParticipant
 from openbot.store.views import item_view, message_view
@@ -53,6 +53,13 @@ class Delivery:
         run_id: str | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> PostResult:
+        locked: set[str] = session.sync_session.info.setdefault(THREADS_LOCKED, set())
+        if session.bind.dialect.name == "postgresql" and thread.id not in locked:
+            # Posts to one thread serialise here: participants and the hop-limit flag are read
+            # fresh under the lock (SQLite serialises every writer at BEGIN already).
+            await session.flush()
+            await session.refresh(thread, with_for_update={"key_share": True})
+            locked.add(thread.id)
         actors = await load_actors(session)
         for handle in to:
             if handle not in actors:

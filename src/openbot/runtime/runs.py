@@ -88,7 +88,9 @@ async def claim_next(
     processes claiming for one bot serialise here and the ceiling holds across them.
     """
     if session.bind.dialect.name == "postgresql":
-        await session.execute(select(Actor.id).where(Actor.id == bot.id).with_for_update())
+        # NO KEY UPDATE: serialises claimers of this bot without blocking the foreign-key checks
+        # of concurrent posts that enqueue mail for it.
+        await session.execute(select(Actor.id).where(Actor.id == bot.id).with_for_update(key_share=True))
     active = (
         await session.execute(
             select(Run.thread_id, Run.status).where(Run.bot_id == bot.id, Run.status.in_(ACTIVE_RUN_STATUSES))

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.orm import Session
 
 AFTER_COMMIT = "openbot_after_commit"
+THREADS_LOCKED = "openbot_threads_locked"  # threads whose row this transaction has locked
 
 
 def normalise_url(url: str) -> str:
@@ -97,7 +98,7 @@ def after_commit(session: AsyncSession, callback: Callable[[], None]) -> None:
 
 @event.listens_for(Session, "after_commit")
 def _run_after_commit(session: Session) -> None:
-    session.info.pop("openbot_journal_locked", None)
+    session.info.pop(THREADS_LOCKED, None)
     for callback in session.info.pop(AFTER_COMMIT, []):
         callback()
     session.info.pop("openbot_journal_threads", None)
@@ -106,9 +107,9 @@ def _run_after_commit(session: Session) -> None:
 
 @event.listens_for(Session, "after_rollback")
 def _drop_after_commit(session: Session) -> None:
-    session.info.pop("openbot_journal_locked", None)
     session.info.pop("openbot_journal_threads", None)
     session.info.pop("openbot_activity_rows", None)
+    session.info.pop(THREADS_LOCKED, None)
     session.info.pop(AFTER_COMMIT, None)
 
 

@@ -10,13 +10,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import delete, func, select, text
+from sqlalchemy import event as sa_event
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 
 from openbot.store.db import after_commit
 from openbot.store.models import ActivityLog, Event, Setting
 
 _JOURNAL_LOCK = 0x0B07
-_LOCKED = "openbot_journal_locked"
 _THREADS = "openbot_journal_threads"
 _ACTIVITY = "openbot_activity_rows"
 
@@ -28,19 +29,32 @@ def now() -> datetime:
 async def append_event(
     session: AsyncSession, type_: str, data: dict[str, Any], thread_id: str | None
 ) -> None:
+    """Queue a journal row; it is written at commit, after every other write of the transaction."""
     info = session.sync_session.info
-    if session.bind.dialect.name == "postgresql" and not info.get(_LOCKED):
-        await session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _JOURNAL_LOCK})
-        info[_LOCKED] = True
-    event = Event(type=type_, thread_id=thread_id, data=data, created_at=now())
-    session.add(event)
     pending: list[Event] | None = info.get(_THREADS)
     if pending is None:
         pending = info[_THREADS] = []
         database = info.get("database")
         if database is not None:
             after_commit(session, lambda: database.journal_committed(_heads(info.pop(_THREADS, []))))
-    pending.append(event)
+    pending.append(Event(type=type_, thread_id=thread_id, data=data, created_at=now()))
+
+
+@sa_event.listens_for(Session, "before_commit")
+def _write_journal(session: Session) -> None:
+    """Write the queued journal rows last, under the journal lock on PostgreSQL.
+
+    Taking the lock last means a transaction holding it waits for nothing but its own commit, so
+    it can never be part of a lock cycle; holding it through commit makes ids visible in order.
+    """
+    pending: list[Event] | None = session.info.get(_THREADS)
+    if not pending:
+        return
+    bind = session.get_bind()
+    if bind.dialect.name == "postgresql":
+        session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _JOURNAL_LOCK})
+    session.add_all(pending)
+    session.flush()
 
 
 def _heads(events: list[Event]) -> dict[str | None, int]:
