@@ -382,8 +382,8 @@ class Chat:
             elif run is None or (run.get("interrupt") or {}).get("kind") != "question":
                 self.screen.line("[red]No open question in this thread.[/]")
             else:
+                self.screen.line(f"[green]answered @{run['bot']}[/]")  # before: the reply may race it
                 self.api.answer(run["id"], arg)
-                self.screen.line(f"[green]answered @{run['bot']}[/]")
         elif name in {"approve", "reject"}:
             run = self.waiting()
             interrupt = (run or {}).get("interrupt") or {}
@@ -391,8 +391,8 @@ class Chat:
                 self.screen.line("[red]Nothing is waiting for a decision in this thread.[/]")
             elif interrupt.get("kind") == "question":
                 if name == "reject":
-                    self.api.answer(run["id"], f"No. {arg}".strip())
                     self.screen.line(f"[green]answered @{run['bot']}[/]")
+                    self.api.answer(run["id"], f"No. {arg}".strip())
                 else:
                     self.screen.line("[red]That is a question: use /answer TEXT.[/]")
             else:
@@ -400,17 +400,19 @@ class Chat:
                 if name == "reject" and arg:
                     decision["message"] = arg
                 actions = interrupt.get("actions") or []
-                self.api.decide(run["id"], [dict(decision) for _ in actions])
                 verb = "approved" if name == "approve" else "rejected"
                 self.screen.line(f"[green]{verb} {len(actions)} action(s) of @{run['bot']}[/]")
+                self.api.decide(run["id"], [dict(decision) for _ in actions])
         elif name == "cancel":
             open_runs = [r for r in self.api.runs(thread_id=state.thread_id) if r.get("status") in OPEN]
             if not open_runs:
                 self.screen.line("[dim]No open run in this thread.[/]")
             for run in open_runs:
                 try:
-                    self.api.cancel(run["id"])
+                    # Said before the request: the run's "cancelled" notice may arrive over the
+                    # event stream before the request returns.
                     self.screen.line(f"[yellow]cancelling @{run['bot']}'s run[/]")
+                    self.api.cancel(run["id"])
                 except ApiError as error:
                     self.screen.line(f"[red]{escape(error.message)}[/]")
         else:
