@@ -19,7 +19,7 @@ from sqlalchemy import select, update
 from openbot.config import Settings
 from openbot.runtime.delivery import Delivery, release_holds
 from openbot.runtime.runner import Runner
-from openbot.runtime.runs import Claim, Outcome, StaleLease, claim_next, end_run, finish
+from openbot.runtime.runs import Claim, Outcome, StaleLease, claim_next, end_run, finish, has_mail
 from openbot.store.db import Database
 from openbot.store.journal import log_activity, now, prune_journal
 from openbot.store.models import Actor, BotProfile, HeldHandoff, InboxItem, Run
@@ -160,6 +160,7 @@ class ActorSystem:
     async def _run(self, claim: Claim) -> None:
         woken: list[str] = []
         terminal = True
+        more = True  # wake the bot's worker again unless we know it has nothing queued
         # The agent runs in its own task so that cancelling a run (API, or noticed by the heartbeat)
         # interrupts the model call, never a transaction of this function.
         execution = asyncio.create_task(self.runner.execute(claim), name=f"openbot-execute-{claim.run_id}")
@@ -175,6 +176,7 @@ class ActorSystem:
             terminal = outcome.interrupt is None
             async with self.db.transaction() as s:
                 woken = await finish(s, claim, outcome, self.delivery)
+                more = await has_mail(s, claim.bot_id)
         except StaleLease:
             log.info("run %s moved on without this worker; its result is dropped", claim.run_id)
         except Exception:  # supervision boundary: record and keep the system alive
@@ -185,7 +187,9 @@ class ActorSystem:
             self.slots.release()
             if terminal:  # a run that never paused kept its transcript in memory only
                 await self.runner.forget(claim.run_id, durable=claim.resume)
-            self.notify([claim.bot_id, *woken])  # before leaving in_flight: idle never flickers
+            # Before leaving in_flight, so idleness never flickers. Mail that arrives after the
+            # check above wakes the worker through its own post.
+            self.notify([claim.bot_id, *woken] if more else woken)
             self.in_flight.pop(claim.run_id, None)
             self.changed()
 

@@ -65,12 +65,20 @@ class DeferredSaver(BaseCheckpointSaver[str]):
         super().__init__(serde=durable.serde)
         self.durable = durable
         self.memory = InMemorySaver(serde=durable.serde)
+        self._fresh: set[str] = set()  # runs that never paused: nothing durable to look up
+
+    def start(self, thread_id: str, *, fresh: bool) -> None:
+        if fresh:
+            self._fresh.add(thread_id)
 
     def get_next_version(self, current: str | None, channel: None) -> str:
         return self.durable.get_next_version(current, channel)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await self.memory.aget_tuple(config) or await self.durable.aget_tuple(config)
+        found = await self.memory.aget_tuple(config)
+        if found is not None or config["configurable"].get("thread_id") in self._fresh:
+            return found
+        return await self.durable.aget_tuple(config)
 
     async def alist(
         self,
@@ -115,11 +123,12 @@ class DeferredSaver(BaseCheckpointSaver[str]):
             by_task.setdefault(task_id, []).append((channel, value))
         for task_id, writes in by_task.items():
             await self.durable.aput_writes(saved, writes, task_id)
-        await self.memory.adelete_thread(thread_id)
+        await self.discard(thread_id)
 
     async def discard(self, thread_id: str) -> None:
+        self._fresh.discard(thread_id)
         await self.memory.adelete_thread(thread_id)
 
     async def adelete_thread(self, thread_id: str) -> None:
-        await self.memory.adelete_thread(thread_id)
+        await self.discard(thread_id)
         await self.durable.adelete_thread(thread_id)

@@ -306,8 +306,6 @@ async def release_holds(session: AsyncSession, bot: Actor, thread_id: str) -> li
 
     Returns the ids of the bots woken. Called after every run of ``bot`` settles and at recovery.
     """
-    if await queued_mail(session, bot.id, thread_id):
-        return []
     holds = list(
         await session.scalars(
             select(HeldHandoff).where(
@@ -317,6 +315,8 @@ async def release_holds(session: AsyncSession, bot: Actor, thread_id: str) -> li
             )
         )
     )
+    if not holds or await queued_mail(session, bot.id, thread_id):
+        return []
     woken: list[str] = []
     for hold in holds:
         target = await session.get(Actor, hold.target_id)

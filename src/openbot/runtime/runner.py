@@ -247,6 +247,7 @@ class Runner:
             model=model,
             system_prompt=prepared.system_prompt,
         )
+        self.checkpointer.start(claim.run_id, fresh=not claim.resume)
         config = {"configurable": {"thread_id": claim.run_id}, "recursion_limit": 200}
         payload: Any = (
             Command(resume=prepared.resume_value) if claim.resume else {"messages": prepared.messages}

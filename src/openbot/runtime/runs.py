@@ -278,6 +278,14 @@ async def finish(session: AsyncSession, claim: Claim, outcome: Outcome, delivery
     return await release_holds(session, bot, thread.id)
 
 
+async def has_mail(session: AsyncSession, bot_id: str) -> bool:
+    """Whether the bot has anything queued at all (worth waking its worker for)."""
+    row = await session.scalar(
+        select(InboxItem.id).where(InboxItem.actor_id == bot_id, InboxItem.status == "queued").limit(1)
+    )
+    return row is not None
+
+
 def _settle(items: Sequence[InboxItem], status: str, stamp: Any) -> None:
     for item in items:
         if item.status == "processing":
