@@ -156,7 +156,8 @@ async def test_resume_body_that_does_not_fit_the_interrupt(client: httpx.AsyncCl
     assert all(r.status == "waiting_human" for r in runs.values())
     question = next(r for r in runs.values() if r.interrupt and r.interrupt["kind"] == "question")
     approval = next(r for r in runs.values() if r.interrupt and r.interrupt["kind"] == "approval")
-    assert approval.interrupt == {
+    shown = (await client.get(f"/api/v1/runs/{approval.id}")).json()["interrupt"]
+    assert shown == {
         "kind": "approval",
         "actions": [{"name": "todo_write", "args": {"todos": [{"content": "retest", "status": "pending"}]}}],
     }

@@ -204,3 +204,30 @@ async def test_stopping_lets_in_flight_runs_finish_first(settings: object) -> No
         team = Team(rt)
         assert [r.status for r in await team.runs(thread)] == ["completed"]
         assert (await team.messages(thread))[-1]["content"] == "(scripted) engineer received 1 message."
+
+
+async def test_two_questions_in_one_turn_resume_together(team: Team) -> None:
+    await team.script(
+        "engineer",
+        [
+            {
+                "match": ".",
+                "reply": "got {tool_result}",
+                "tool_calls": [
+                    {"name": "ask_human", "args": {"question": "Which branch?"}},
+                    {"name": "ask_human", "args": {"question": "Which tag?"}},
+                ],
+            }
+        ],
+    )
+    thread = await team.thread()
+    await team.post(thread, "@engineer release")
+    await team.idle()
+    run = (await team.runs(thread))[0]
+    assert run.status == "waiting_human" and len(run.interrupt["interrupt_ids"]) == 2  # type: ignore[index]
+    async with team.rt.db.transaction() as s:
+        await run_ops.request_resume(s, run.id, {"answer": "main"})
+    team.rt.system.notify([run.bot_id])
+    await team.idle()
+    assert [r.status for r in await team.runs(thread)] == ["completed"]
+    assert (await team.messages(thread))[-1]["content"] == "got main"

@@ -61,6 +61,7 @@ class Prepared:
     trigger_text: str
     trigger_count: int
     resume_value: Any = None
+    interrupt_ids: tuple[str, ...] = ()
 
 
 class Runner:
@@ -123,6 +124,8 @@ class Runner:
             todo = await s.get(TodoList, (thread.id, bot.id))
             default_bot = await s.get(Actor, thread.default_bot_id) if thread.default_bot_id else None
             resume = await resume_payload(s, claim.run_id) if claim.resume else None
+            waiting = await s.get(Run, claim.run_id) if claim.resume else None
+            interrupt_ids = tuple((waiting.interrupt or {}).get("interrupt_ids", ())) if waiting else ()
             handles = {a.id: a.handle for a in people}
             missing = {r.sender_id for r in rows if r.sender_id and r.sender_id not in handles}
             if missing:
@@ -188,6 +191,7 @@ class Runner:
             trigger_text="\n".join(m.content for m in trigger_msgs),
             trigger_count=len(trigger_msgs),
             resume_value=resume,
+            interrupt_ids=interrupt_ids,
         )
 
     def build_model(self, prepared: Prepared) -> BaseChatModel:
@@ -249,9 +253,13 @@ class Runner:
         )
         self.checkpointer.start(claim.run_id, fresh=not claim.resume)
         config = {"configurable": {"thread_id": claim.run_id}, "recursion_limit": 200}
-        payload: Any = (
-            Command(resume=prepared.resume_value) if claim.resume else {"messages": prepared.messages}
-        )
+        payload: Any = {"messages": prepared.messages}
+        if claim.resume:
+            # Resume by interrupt id: a bare value is refused when several interrupts are pending.
+            ids = prepared.interrupt_ids
+            payload = Command(
+                resume={i: prepared.resume_value for i in ids} if ids else prepared.resume_value
+            )
         final: AIMessage | None = None
         stream = agent.astream(payload, config, context=context, stream_mode=["updates", "messages"])
         async for mode, chunk in stream:
@@ -271,10 +279,14 @@ class Runner:
                 continue
             for node, update in chunk.items():
                 if node == "__interrupt__":
+                    seen = outcome.interrupt
                     outcome.interrupt = _interrupt_view(update)
+                    if seen is not None:  # parallel tool calls interrupt one by one: keep them all
+                        ids = [*seen["interrupt_ids"], *outcome.interrupt["interrupt_ids"]]
+                        outcome.interrupt = {**seen, "interrupt_ids": list(dict.fromkeys(ids))}
                     continue
                 for message in (update or {}).get("messages", []) if isinstance(update, dict) else []:
-                    if isinstance(message, AIMessage):
+                    if isinstance(message, AIMessage) and node == "model":
                         final = await self._on_ai_message(claim, message, outcome)
                     elif isinstance(message, ToolMessage):
                         await self._record(
@@ -340,16 +352,20 @@ def _retryable(exc: Exception) -> bool:
 
 
 def _interrupt_view(interrupts: Any) -> dict[str, Any]:
-    first = interrupts[0] if isinstance(interrupts, (list, tuple)) and interrupts else interrupts
-    value = getattr(first, "value", first)
+    """The run's ``interrupt`` (API shape) from LangGraph's pending interrupts; ids kept for resuming."""
+    pending = list(interrupts) if isinstance(interrupts, (list, tuple)) else [interrupts]
+    ids = [i.id for i in pending if getattr(i, "id", None)]
+    value = getattr(pending[0], "value", pending[0]) if pending else None
     if isinstance(value, dict) and "action_requests" in value:
-        return {
+        view: dict[str, Any] = {
             "kind": "approval",
             "actions": [{"name": a["name"], "args": a.get("args", {})} for a in value["action_requests"]],
         }
-    if isinstance(value, dict) and value.get("kind") == "question":
-        return {"kind": "question", "question": str(value.get("question", ""))}
-    return {"kind": "question", "question": str(value)}
+    elif isinstance(value, dict) and value.get("kind") == "question":
+        view = {"kind": "question", "question": str(value.get("question", ""))}
+    else:
+        view = {"kind": "question", "question": str(value)}
+    return {**view, "interrupt_ids": ids}
 
 
 def _clip(text: str, limit: int = 4000) -> str:

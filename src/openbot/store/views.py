@@ -82,7 +82,7 @@ def run_view(run: Run, bot_handle: str) -> dict[str, Any]:
         "thread_id": run.thread_id,
         "status": run.status,
         "trigger_message_ids": run.trigger_message_ids,
-        "interrupt": run.interrupt,
+        "interrupt": _public_interrupt(run.interrupt),
         "error": run.error,
         "usage": {
             "input_tokens": run.input_tokens,
@@ -132,3 +132,10 @@ def activity_view(row: ActivityLog) -> dict[str, Any]:
         "created_at": iso(row.created_at),
         "detail": row.detail,
     }
+
+
+def _public_interrupt(interrupt: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The interrupt as the API shows it (LangGraph's interrupt ids stay internal)."""
+    if interrupt is None:
+        return None
+    return {k: v for k, v in interrupt.items() if k != "interrupt_ids"}
