@@ -146,9 +146,17 @@ class ActorSystem:
     # ── claiming and running ─────────────────────────────────────────────────────────────────
     async def claim(self, bot_id: str) -> Claim | None:
         async with self.db.transaction() as s:
-            bot = await s.get(Actor, bot_id)
-            profile = await s.get(BotProfile, bot_id)
-            if bot is None or profile is None or bot.deleted or not bot.enabled:
+            row = (
+                await s.execute(
+                    select(Actor, BotProfile)
+                    .join(BotProfile, BotProfile.actor_id == Actor.id)
+                    .where(Actor.id == bot_id)
+                )
+            ).one_or_none()
+            if row is None:
+                return None
+            bot, profile = row
+            if bot.deleted or not bot.enabled:
                 return None
             return await claim_next(s, bot, profile, self.owner, self.settings.lease_seconds)
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import Select, and_, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from openbot.core.errors import InvalidArgument
@@ -24,6 +24,7 @@ from openbot.store.models import Actor, HeldHandoff, InboxItem, Message, Thread,
 from openbot.store.views import item_view, message_view
 
 Wake = Callable[[Iterable[str]], None]
+_FALLBACK_BOT: str = RouteInput.__dataclass_fields__["fallback_bot"].default  # type: ignore[assignment]
 
 
 @dataclass
@@ -60,31 +61,27 @@ class Delivery:
             await session.flush()
             await session.refresh(thread, with_for_update={"key_share": True})
             locked.add(thread.id)
-        actors = await load_actors(session)
+        is_bot = sender is not None and sender.kind == ActorKind.BOT
+        mentions = tuple(parse_mentions(content))
+        actors, participant_ids, mail = await load_route_actors(
+            session, thread, (*to, *mentions, _FALLBACK_BOT), mail_of=sender.id if is_bot and sender else None
+        )
         for handle in to:
             if handle not in actors:
                 raise InvalidArgument(f"unknown handle @{handle} in 'to'", {"handle": handle})
-        participant_ids = list(
-            (
-                await session.scalars(
-                    select(ThreadParticipant.actor_id)
-                    .where(ThreadParticipant.thread_id == thread.id)
-                    .order_by(ThreadParticipant.joined_at)
-                )
-            ).all()
-        )
         by_id = {a.id: a for a in actors.values()}
         participants = tuple(by_id[i].handle for i in participant_ids if i in by_id)
         default_bot = by_id[thread.default_bot_id].handle if thread.default_bot_id in by_id else None
 
-        is_bot = sender is not None and sender.kind == ActorKind.BOT
         has_mail = False
         if is_bot and sender is not None:
-            has_mail = await queued_mail(session, sender.id, thread.id) > 0
+            if mail is None:
+                mail = await queued_mail(session, sender.id, thread.id)
+            has_mail = mail > 0
         plan = plan_route(
             RouteInput(
                 sender=_ref(sender) if sender else None,
-                mentions=tuple(parse_mentions(content)),
+                mentions=mentions,
                 to=tuple(to),
                 actors={h: _ref(a) for h, a in actors.items()},
                 participants=participants,
@@ -269,13 +266,43 @@ async def enqueue(
     return item
 
 
-async def load_actors(session: AsyncSession) -> dict[str, Actor]:
-    rows = await session.scalars(select(Actor).where(Actor.deleted.is_(False)))
-    return {a.handle: a for a in rows}
+async def load_route_actors(
+    session: AsyncSession, thread: Thread, handles: Iterable[str], *, mail_of: str | None = None
+) -> tuple[dict[str, Actor], list[str], int | None]:
+    """What routing a post needs, in one statement.
+
+    Returns the live actors a plan can name (by handle: ``handles``, the thread's participants and
+    default bot), the ids of every participant (deleted ones too) in joining order and, with
+    ``mail_of``, that actor's ``queued_mail`` in the thread (None if no row came back to carry it).
+    """
+    tp = ThreadParticipant
+    named = list(dict.fromkeys(handles))
+    stmt = select(Actor, tp.actor_id)
+    if mail_of is not None:
+        stmt = stmt.add_columns(_queued_mail_count(mail_of, thread.id).scalar_subquery())
+    rows = (
+        await session.execute(
+            stmt.outerjoin(tp, (tp.actor_id == Actor.id) & (tp.thread_id == thread.id))
+            .where(
+                or_(
+                    tp.actor_id.is_not(None),
+                    and_(
+                        Actor.deleted.is_(False),
+                        or_(Actor.handle.in_(named), Actor.id == thread.default_bot_id),
+                    ),
+                )
+            )
+            .order_by(tp.joined_at, tp.actor_id)
+        )
+    ).all()
+    actors = {row[0].handle: row[0] for row in rows if not row[0].deleted}
+    participant_ids = [row[0].id for row in rows if row[1] is not None]
+    mail = int(rows[0][2] or 0) if rows and mail_of is not None else None
+    return actors, participant_ids, mail
 
 
-async def queued_mail(session: AsyncSession, actor_id: str, thread_id: str) -> int:
-    count = await session.scalar(
+def _queued_mail_count(actor_id: str, thread_id: str) -> Select[tuple[int]]:
+    return (
         select(func.count())
         .select_from(InboxItem)
         .where(
@@ -285,6 +312,10 @@ async def queued_mail(session: AsyncSession, actor_id: str, thread_id: str) -> i
             InboxItem.status == "queued",
         )
     )
+
+
+async def queued_mail(session: AsyncSession, actor_id: str, thread_id: str) -> int:
+    count = await session.scalar(_queued_mail_count(actor_id, thread_id))
     return int(count or 0)
 
 

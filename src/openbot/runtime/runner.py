@@ -34,6 +34,7 @@ from langchain_core.messages import (
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 from sqlalchemy import select
+from sqlalchemy.orm import aliased
 
 from openbot.config import Settings
 from openbot.core.errors import ModelError, OpenBotError
@@ -94,10 +95,21 @@ class Runner:
 
     async def prepare(self, claim: Claim) -> Prepared:
         async with self.db.read() as s:
-            bot = await s.get(Actor, claim.bot_id)
-            profile = await s.get(BotProfile, claim.bot_id)
-            thread = await s.get(Thread, claim.thread_id)
-            assert bot is not None and profile is not None and thread is not None
+            # The bot, its profile, the thread, the bot's to-do list there and the thread's default
+            # bot, in one statement.
+            default = aliased(Actor)
+            row = (
+                await s.execute(
+                    select(Actor, BotProfile, Thread, TodoList, default)
+                    .join(BotProfile, BotProfile.actor_id == Actor.id)
+                    .join(Thread, Thread.id == claim.thread_id)
+                    .outerjoin(TodoList, (TodoList.thread_id == Thread.id) & (TodoList.bot_id == Actor.id))
+                    .outerjoin(default, default.id == Thread.default_bot_id)
+                    .where(Actor.id == claim.bot_id)
+                )
+            ).one_or_none()
+            assert row is not None
+            bot, profile, thread, todo, default_bot = row
             people = list(
                 await s.scalars(
                     select(Actor)
@@ -121,8 +133,6 @@ class Runner:
                     .order_by(Actor.handle)
                 )
             ).all()
-            todo = await s.get(TodoList, (thread.id, bot.id))
-            default_bot = await s.get(Actor, thread.default_bot_id) if thread.default_bot_id else None
             resume = await resume_payload(s, claim.run_id) if claim.resume else None
             waiting = await s.get(Run, claim.run_id) if claim.resume else None
             interrupt_ids = tuple((waiting.interrupt or {}).get("interrupt_ids", ())) if waiting else ()

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from openbot.core.errors import Conflict, InvalidArgument, NotFound
@@ -70,11 +70,22 @@ async def journal_run(session: AsyncSession, run: Run, bot_handle: str) -> None:
 
 
 async def add_run_event(session: AsyncSession, run: Run, type_: str, payload: dict[str, Any]) -> RunEvent:
-    seq = await session.scalar(
-        select(func.coalesce(func.max(RunEvent.seq), 0)).where(RunEvent.run_id == run.id)
+    """Append the run's next event: the seq is computed inside the INSERT (one statement, not two)."""
+    stamp = now()
+    next_seq = (
+        select(func.coalesce(func.max(RunEvent.seq), 0) + 1)
+        .where(RunEvent.run_id == run.id)
+        .scalar_subquery()
     )
-    event = RunEvent(run_id=run.id, seq=int(seq or 0) + 1, type=type_, payload=payload, created_at=now())
-    session.add(event)
+    seq = (
+        await session.execute(
+            insert(RunEvent)
+            .values(run_id=run.id, seq=next_seq, type=type_, payload=payload, created_at=stamp)
+            .returning(RunEvent.seq)
+        )
+    ).scalar_one()
+    # A detached copy of the row for the journal and the caller (the row itself is written).
+    event = RunEvent(run_id=run.id, seq=int(seq), type=type_, payload=payload, created_at=stamp)
     await append_event(session, "run.event", run_event_view(event, run.thread_id), run.thread_id)
     return event
 
@@ -100,14 +111,18 @@ async def claim_next(
     if len(in_flight) >= max(1, profile.max_parallel_threads):
         return None
     parked = frozenset(t for t, s in active if s == "waiting_human")
-    rows = list(
-        await session.scalars(
-            select(InboxItem)
+    # Each item with its message's hop (a new run's hop is the highest of its triggers').
+    loaded = (
+        await session.execute(
+            select(InboxItem, Message.hop)
+            .outerjoin(Message, Message.id == InboxItem.message_id)
             .where(InboxItem.actor_id == bot.id, InboxItem.status == "queued")
             .order_by(InboxItem.id)
             .limit(1000)
         )
-    )
+    ).all()
+    rows = [item for item, _hop in loaded]
+    hops = {item.id: hop for item, hop in loaded}
     queued = [
         QueuedItem(i.id, ItemKind(i.kind), i.thread_id, i.created_at.timestamp(), i.run_id) for i in rows
     ]
@@ -125,7 +140,8 @@ async def claim_next(
             return None
         run.status = "running"
     else:
-        run = await _new_run(session, bot, batch, stamp)
+        run = _new_run(bot, batch, items, hops, stamp)
+        session.add(run)
     run.lease_owner = owner
     run.lease_token += 1
     run.lease_expires_at = stamp + timedelta(seconds=lease_seconds)
@@ -160,20 +176,18 @@ async def claim_next(
     )
 
 
-async def _new_run(session: AsyncSession, bot: Actor, batch: Batch, stamp: Any) -> Run:
-    trigger_ids: list[str] = []
-    for item in batch.items:
-        mid = (await session.get(InboxItem, item.id)).message_id  # type: ignore[union-attr]
-        if mid:
-            trigger_ids.append(mid)
-    hops = (await session.scalars(select(Message.hop).where(Message.id.in_(trigger_ids)))).all()
+def _new_run(
+    bot: Actor, batch: Batch, items: Sequence[InboxItem], hops: dict[str, int | None], stamp: Any
+) -> Run:
+    trigger_ids = [item.message_id for item in items if item.message_id]
+    found = [hop for item in items if item.message_id and (hop := hops.get(item.id)) is not None]
     run = Run(
         id=new_id("run"),
         bot_id=bot.id,
         thread_id=batch.thread_id,
         status="running",
         trigger_message_ids=trigger_ids,
-        hop=max(hops, default=0),
+        hop=max(found, default=0),
         input_tokens=0,
         output_tokens=0,
         model_calls=0,
@@ -181,7 +195,6 @@ async def _new_run(session: AsyncSession, bot: Actor, batch: Batch, stamp: Any) 
         created_at=stamp,
         started_at=stamp,
     )
-    session.add(run)
     return run
 
 
@@ -198,23 +211,32 @@ async def fenced_run(session: AsyncSession, claim: Claim) -> Run:
 
 async def finish(session: AsyncSession, claim: Claim, outcome: Outcome, delivery: Delivery) -> list[str]:
     """Write a run's outcome; returns the bot ids this woke (held hand-offs released)."""
-    run = await fenced_run(session, claim)
-    bot = await session.get(Actor, claim.bot_id)
-    thread = await session.get(Thread, claim.thread_id)
-    assert bot is not None and thread is not None
+    # The run (locked on PostgreSQL, as in fenced_run) with its bot and thread, in one statement.
+    stmt = (
+        select(Run, Actor, Thread)
+        .join(Actor, Actor.id == Run.bot_id)
+        .join(Thread, Thread.id == Run.thread_id)
+        .where(Run.id == claim.run_id)
+    )
+    if session.bind.dialect.name == "postgresql":
+        stmt = stmt.with_for_update(of=Run)
+    row = (await session.execute(stmt)).one_or_none()
+    if row is None or row[0].status != "running" or row[0].lease_token != claim.token:
+        raise StaleLease(claim.run_id)
+    run, bot, thread = row
     stamp = now()
     run.input_tokens += outcome.input_tokens
     run.output_tokens += outcome.output_tokens
     run.model_calls += outcome.model_calls
     for type_, payload in outcome.events:
         await add_run_event(session, run, type_, payload)
-    items = list(await session.scalars(select(InboxItem).where(InboxItem.id.in_(claim.item_ids))))
+    items = claim.item_ids
 
     if outcome.interrupt is not None:
         run.status = "waiting_human"
         run.interrupt = outcome.interrupt
         await add_run_event(session, run, "interrupt", outcome.interrupt)
-        _settle(items, "done", stamp)
+        await _settle(session, items, "done", stamp)
         await deliver_question(session, run, thread, bot)
         await journal_run(session, run, bot.handle)
         log_activity(
@@ -234,7 +256,7 @@ async def finish(session: AsyncSession, claim: Claim, outcome: Outcome, delivery
         run.error = outcome.error
         run.finished_at = stamp
         await add_run_event(session, run, "error", outcome.error)
-        _settle(items, "failed", stamp)
+        await _settle(session, items, "failed", stamp)
         await journal_run(session, run, bot.handle)
         await delivery.post(
             session,
@@ -259,7 +281,7 @@ async def finish(session: AsyncSession, claim: Claim, outcome: Outcome, delivery
     else:
         run.status = "completed"
         run.finished_at = stamp
-        _settle(items, "done", stamp)
+        await _settle(session, items, "done", stamp)
         if outcome.reply:
             result = await delivery.post(
                 session, thread, outcome.reply, sender=bot, hop=run.hop + 1, run_id=run.id
@@ -286,11 +308,13 @@ async def has_mail(session: AsyncSession, bot_id: str) -> bool:
     return row is not None
 
 
-def _settle(items: Sequence[InboxItem], status: str, stamp: Any) -> None:
-    for item in items:
-        if item.status == "processing":
-            item.status = status
-            item.updated_at = stamp
+async def _settle(session: AsyncSession, item_ids: Sequence[str], status: str, stamp: Any) -> None:
+    """Settle the claim's items that are still processing, in one UPDATE."""
+    await session.execute(
+        update(InboxItem)
+        .where(InboxItem.id.in_(item_ids), InboxItem.status == "processing")
+        .values(status=status, updated_at=stamp)
+    )
 
 
 async def deliver_question(session: AsyncSession, run: Run, thread: Thread, bot: Actor) -> None:

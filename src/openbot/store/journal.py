@@ -6,11 +6,13 @@ order, so a reader tailing ``id > last`` never skips a row that commits late.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import delete, func, select, text
 from sqlalchemy import event as sa_event
+from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
@@ -42,19 +44,56 @@ async def append_event(
 
 @sa_event.listens_for(Session, "before_commit")
 def _write_journal(session: Session) -> None:
-    """Write the queued journal rows last, under the journal lock on PostgreSQL.
+    """Write the queued activity rows, then the journal rows last, under the journal lock on PostgreSQL.
 
     Taking the lock last means a transaction holding it waits for nothing but its own commit, so
     it can never be part of a lock cycle; holding it through commit makes ids visible in order.
+    Both are plain appends, written in as few statements as the backend allows.
     """
+    activity: list[ActivityLog] | None = session.info.get(_ACTIVITY)
     pending: list[Event] | None = session.info.get(_THREADS)
-    if not pending:
+    unwritten = [row for row in activity or () if row.id is None]
+    if not pending and not unwritten:
         return
     bind = session.get_bind()
-    if bind.dialect.name == "postgresql":
+    postgresql = bind.dialect.name == "postgresql"
+    if unwritten:
+        _append_rows(session, unwritten, postgresql)  # no foreign keys, no locks
+    if not pending:
+        return
+    if postgresql:
         session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _JOURNAL_LOCK})
-    session.add_all(pending)
-    session.flush()
+    _append_rows(session, pending, postgresql)
+
+
+_CHUNK = 500  # rows per INSERT, well under SQLite's limit on bound parameters
+
+
+def _append_rows(session: Session, rows: Sequence[Event] | Sequence[ActivityLog], postgresql: bool) -> None:
+    """Insert new rows of an autoincrement table and set their ids, in insertion order.
+
+    PostgreSQL: the ORM already batches these (insertmanyvalues). SQLite: the ORM inserts them one
+    statement each (it cannot match RETURNING rows to objects), so insert each chunk as one
+    multi-row VALUES. SQLite assigns a new rowid larger than any before it, row by row in VALUES
+    order, and the writer holds the database lock: the returned ids, sorted, belong to the rows
+    in order.
+    """
+    if postgresql:
+        session.add_all(rows)
+        session.flush()
+        return
+    session.flush()  # every other write of the transaction first, as before
+    mapper = sa_inspect(type(rows[0]))
+    table = mapper.local_table
+    key = mapper.primary_key[0]
+    fields = [(prop.key, prop.columns[0].key) for prop in mapper.column_attrs if prop.columns[0] is not key]
+    for start in range(0, len(rows), _CHUNK):
+        chunk = rows[start : start + _CHUNK]
+        values = [{column: getattr(row, attr) for attr, column in fields} for row in chunk]
+        ids = sorted(session.execute(table.insert().values(values).returning(key)).scalars())
+        assert len(ids) == len(chunk)
+        for row, id_ in zip(chunk, ids, strict=True):
+            row.id = id_
 
 
 def _heads(events: list[Event]) -> dict[str | None, int]:
@@ -92,7 +131,7 @@ def log_activity(
         detail=detail or {},
         created_at=now(),
     )
-    session.add(row)
+    # Not added to the session: queued and written at commit with the others (``_write_journal``).
     info = session.sync_session.info
     rows: list[ActivityLog] | None = info.get(_ACTIVITY)
     if rows is None:
