@@ -16,7 +16,6 @@ from sqlalchemy import (
     Integer,
     String,
     Text,
-    UniqueConstraint,
     text,
 )
 from sqlalchemy.engine import Dialect
@@ -289,5 +288,4 @@ __all__ = [
     "Thread",
     "ThreadParticipant",
     "TodoList",
-    "UniqueConstraint",
 ]
