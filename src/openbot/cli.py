@@ -103,7 +103,7 @@ def chat(
 @app.command()
 def threads(server: ServerOpt = "http://127.0.0.1:8000", token: TokenOpt = None) -> None:
     """List threads with their last activity."""
-    from openbot.chat import print_threads
+    from openbot.tables import print_threads
 
     print_threads(server, token)
 
@@ -111,7 +111,7 @@ def threads(server: ServerOpt = "http://127.0.0.1:8000", token: TokenOpt = None)
 @app.command()
 def bots(server: ServerOpt = "http://127.0.0.1:8000", token: TokenOpt = None) -> None:
     """List bots with their live state."""
-    from openbot.chat import print_bots
+    from openbot.tables import print_bots
 
     print_bots(server, token)
 
@@ -123,7 +123,7 @@ def activity(
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing new entries.")] = False,
 ) -> None:
     """The diagnostic timeline (why each bot did what it did)."""
-    from openbot.chat import print_activity
+    from openbot.tables import print_activity
 
     print_activity(server, token, follow)
 
