@@ -199,7 +199,9 @@ def test_approve_edit_and_reject_approval_cards(page: Page, server: LiveServer, 
     # edit the arguments
     composer.fill("plan two")
     composer.press("Enter")
+    expect(page.locator("article.msg[data-sender='you']")).to_have_count(2)  # the post landed
     card = page.get_by_role("form", name="Approval requested by @engineer")
+    expect(card).to_be_visible(timeout=30_000)
     card.get_by_role("radio", name="Edit").check()
     args = card.get_by_label(re.compile("Arguments"))
     args.fill('{"todos": [{"content": "edited by a human", "status": "pending"}]}')
@@ -209,7 +211,9 @@ def test_approve_edit_and_reject_approval_cards(page: Page, server: LiveServer, 
     # reject with a reason
     composer.fill("plan three")
     composer.press("Enter")
+    expect(page.locator("article.msg[data-sender='you']")).to_have_count(3)  # the post landed
     card = page.get_by_role("form", name="Approval requested by @engineer")
+    expect(card).to_be_visible(timeout=30_000)
     card.get_by_role("radio", name="Reject").check()
     card.get_by_label("Reason for rejecting").fill("not this sprint")
     card.get_by_role("button", name="Send decision").click()

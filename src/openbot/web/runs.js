@@ -61,6 +61,7 @@ export class RunCard {
   }
 
   update(run) {
+    this.updates = (this.updates || 0) + 1;
     const wasOpen = OPEN_STATUSES.has(this.run.status);
     this.run = { ...this.run, ...run, events: undefined };
     if (wasOpen && !OPEN_STATUSES.has(this.run.status)) {
@@ -105,13 +106,15 @@ export class RunCard {
 
   async loadEvents() {
     if (this.loadingEvents) return this.loadingEvents;
+    const updatesBefore = this.updates || 0;
     this.loadingEvents = api
       .run(this.run.id)
       .then((full) => {
         for (const event of full.events || []) this.events.set(event.seq, event);
         this.eventsLoaded = true;
         const { events, ...rest } = full;
-        this.run = { ...this.run, ...rest };
+        // A live update that landed while this request was in flight is newer: keep it.
+        if ((this.updates || 0) === updatesBefore) this.run = { ...this.run, ...rest };
         this.render();
       })
       .catch(() => {})

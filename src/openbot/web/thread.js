@@ -38,7 +38,7 @@ export function mount(container, parts) {
   const view = new ThreadView(container, threadId, started);
   disposers.push(
     live.on("message.created", (m) => view.onMessage(m)),
-    live.on("run.updated", (r) => view.onRun(r)),
+    live.on("run.updated", (r) => view.onLiveRun(r)),
     live.on("run.event", (e) => view.onRunEvent(e)),
     live.on("text.delta", (d) => view.onDelta(d)),
     live.on("thread.updated", (t) => view.onThread(t)),
@@ -62,6 +62,7 @@ class ThreadView {
     this.thread = null;
     this.messages = new Map();
     this.runs = new Map();
+    this.runTicks = new Map(); // run id → run.updated events applied from the stream
     this.cards = new Map();
     this.replied = new Set(); // runs whose reply message is on the timeline
     this.entries = []; // [{kind: "m" | "r", id, t}] oldest first
@@ -169,6 +170,7 @@ class ThreadView {
     if (!this.loaded || this.disposed) return;
     try {
       const lastId = this.entries.filter((e) => e.kind === "m").map((e) => e.id).pop();
+      const before = new Map(this.runTicks);
       const [thread, messages, runs] = await Promise.all([
         api.thread(this.threadId, { actor: store.actor }),
         api.messages(this.threadId, { after: lastId }),
@@ -177,7 +179,7 @@ class ThreadView {
       if (this.disposed) return;
       this.onThread(thread);
       for (const m of messages) this.onMessage(m);
-      for (const r of runs) this.onRun(r);
+      for (const r of runs) this.onFetchedRun(r, before);
     } catch (error) {
       if (error.status === 404) toast("This thread was deleted.", "error");
     }
@@ -420,6 +422,19 @@ class ThreadView {
     if (!m.sender || m.sender.handle !== store.actor) this.ackSoon();
   }
 
+  /** A run.updated from the event stream: newer than any REST read started before it. */
+  onLiveRun(run) {
+    if (!run) return;
+    this.runTicks.set(run.id, (this.runTicks.get(run.id) || 0) + 1);
+    this.onRun(run);
+  }
+
+  /** Apply a run read over REST unless the stream updated it while the request was in flight. */
+  onFetchedRun(run, ticksBefore) {
+    if ((this.runTicks.get(run.id) || 0) !== (ticksBefore.get(run.id) || 0)) return;
+    this.onRun(run);
+  }
+
   onRun(run) {
     if (!run || run.thread_id !== this.threadId) return;
     const known = this.runs.get(run.id);
@@ -458,9 +473,10 @@ class ThreadView {
 
   async fetchRun(runId) {
     try {
+      const before = new Map(this.runTicks);
       const run = await api.run(runId);
       const { events, ...rest } = run;
-      this.onRun(rest);
+      this.onFetchedRun(rest, before);
     } catch {
       /* the run.updated event will bring it */
     }
