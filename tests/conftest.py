@@ -96,6 +96,21 @@ class Team:
             actor = await get_actor(s, sender)
             return await self.rt.delivery.post(s, thread, content, sender=actor, to=to or [])
 
+    def post_when_prepared(self, thread_id: str, content: str) -> list[str]:
+        """Post ``content`` once, right after the next run has read its thread and before its model
+        runs: mail that lands mid-run. The returned list gets the message id once it is posted."""
+        posted: list[str] = []
+        prepare = self.rt.runner.prepare
+
+        async def prepare_then_post(claim: Any) -> Any:
+            prepared = await prepare(claim)
+            if not posted:
+                posted.append((await self.post(thread_id, content)).message.id)
+            return prepared
+
+        self.rt.runner.prepare = prepare_then_post  # type: ignore[method-assign]
+        return posted
+
     async def script(self, handle: str, rules: list[dict[str, Any]], **extra: Any) -> None:
         settings = {"script": rules, **{k: v for k, v in extra.items() if k in ("delay_ms",)}}
         body: dict[str, Any] = {"model": "scripted", "model_settings": settings}

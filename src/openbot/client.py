@@ -161,6 +161,22 @@ class Client:
     def update_bot(self, handle: str, **fields: Any) -> JSON:
         return cast(JSON, self._request("PATCH", f"/bots/{handle}", json=fields))
 
+    def script_bot(
+        self,
+        handle: str,
+        rules: list[dict[str, Any]],
+        *,
+        delay_ms: int = 0,
+        approval_tools: list[str] | None = None,
+    ) -> JSON:
+        """Give a bot the offline scripted model with these rules (DESIGN §11)."""
+        return self.update_bot(
+            handle,
+            model="scripted",
+            model_settings={"script": rules, "delay_ms": delay_ms},
+            approval_tools=approval_tools or [],
+        )
+
     def actors(self) -> list[JSON]:
         return self._items("/actors")
 

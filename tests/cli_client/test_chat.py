@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from openbot.client import Client
@@ -15,24 +13,8 @@ pytestmark = pytest.mark.slow
 REPLY = "Hello from the engineer, one word at a time."
 
 
-def script(
-    api: Client,
-    handle: str,
-    rules: list[dict[str, Any]],
-    *,
-    delay_ms: int = 0,
-    approval_tools: list[str] | None = None,
-) -> None:
-    api.update_bot(
-        handle,
-        model="scripted",
-        model_settings={"script": rules, "delay_ms": delay_ms},
-        approval_tools=approval_tools or [],
-    )
-
-
 def test_chat_sends_and_streams_the_reply(terminal, api: Client) -> None:  # type: ignore[no-untyped-def]
-    script(api, "engineer", [{"match": "(?i)hello", "reply": REPLY}], delay_ms=200)
+    api.script_bot("engineer", [{"match": "(?i)hello", "reply": REPLY}], delay_ms=200)
     term = terminal("--new", "Terminal hello")
     term.expect(r"Created thread Terminal hello")
     term.send("@engineer hello there")
@@ -43,8 +25,7 @@ def test_chat_sends_and_streams_the_reply(terminal, api: Client) -> None:  # typ
 
 
 def test_chat_answers_a_question(terminal, api: Client) -> None:  # type: ignore[no-untyped-def]
-    script(
-        api,
+    api.script_bot(
         "engineer",
         [
             {
@@ -64,8 +45,7 @@ def test_chat_answers_a_question(terminal, api: Client) -> None:  # type: ignore
 
 
 def test_chat_approves_and_rejects(terminal, api: Client) -> None:  # type: ignore[no-untyped-def]
-    script(
-        api,
+    api.script_bot(
         "engineer",
         [
             {
@@ -103,7 +83,7 @@ def test_chat_approves_and_rejects(terminal, api: Client) -> None:  # type: igno
 
 
 def test_chat_cancels_a_slow_run(terminal, api: Client) -> None:  # type: ignore[no-untyped-def]
-    script(api, "qa", [{"match": "(?i)slow", "reply": "too late"}], delay_ms=5000)
+    api.script_bot("qa", [{"match": "(?i)slow", "reply": "too late"}], delay_ms=5000)
     term = terminal("--new", "Terminal cancel")
     created = term.expect(r"Created thread Terminal cancel \((thr_\w+)\)")
     term.send("@qa go slow")
@@ -115,7 +95,7 @@ def test_chat_cancels_a_slow_run(terminal, api: Client) -> None:  # type: ignore
         lambda: [r["status"] for r in api.runs(thread_id=created.group(1))] == ["cancelled"],
         message="run cancelled",
     )
-    script(api, "qa", [])
+    api.script_bot("qa", [])
 
 
 def test_chat_lists_and_switches_threads(terminal, api: Client) -> None:  # type: ignore[no-untyped-def]

@@ -249,18 +249,8 @@ async def test_invariant_6_a_thread_is_parked_while_the_bot_waits_for_a_human(
 
 
 async def test_invariant_7_a_run_reads_the_thread_only_when_prepared(team: Team) -> None:
-    rt = team.rt
     thread = await team.thread()
-    prepare = rt.runner.prepare
-    posted: list[str] = []
-
-    async def prepare_then_post(claim: Any) -> Any:
-        prepared = await prepare(claim)
-        if not posted:  # a message lands after the run read the thread, before the model runs
-            posted.append((await team.post(thread, "@engineer late")).message.id)
-        return prepared
-
-    rt.runner.prepare = prepare_then_post  # type: ignore[method-assign]
+    posted = team.post_when_prepared(thread, "@engineer late")  # lands mid-run
     await team.post(thread, "@engineer early")
     await team.idle()
     runs = await team.runs(thread)
@@ -289,16 +279,7 @@ async def test_invariant_8_a_hand_off_is_held_while_the_sender_has_mail_and_rele
     rt = team.rt
     await team.script("engineer", [{"match": "first", "reply": "PR ready @reviewer"}])
     thread = await team.thread()
-    prepare = rt.runner.prepare
-    sent: list[str] = []
-
-    async def prepare_then_post(claim: Any) -> Any:
-        prepared = await prepare(claim)
-        if not sent:  # more mail for the engineer arrives while it works
-            sent.append((await team.post(thread, "@engineer one more thing")).message.id)
-        return prepared
-
-    rt.runner.prepare = prepare_then_post  # type: ignore[method-assign]
+    team.post_when_prepared(thread, "@engineer one more thing")  # lands mid-run
     await team.post(thread, "@engineer first")
     await team.idle()
     messages = await team.messages(thread)
@@ -317,16 +298,7 @@ async def test_invariant_8_a_held_hand_off_is_superseded_by_a_real_one(team: Tea
     rt = team.rt
     await team.script("engineer", [{"match": ".", "reply": "over to @reviewer"}])
     thread = await team.thread()
-    prepare = rt.runner.prepare
-    sent: list[str] = []
-
-    async def prepare_then_post(claim: Any) -> Any:
-        prepared = await prepare(claim)
-        if not sent:
-            sent.append((await team.post(thread, "@engineer and this")).message.id)
-        return prepared
-
-    rt.runner.prepare = prepare_then_post  # type: ignore[method-assign]
+    team.post_when_prepared(thread, "@engineer and this")  # lands mid-run
     await team.post(thread, "@engineer go")
     await team.idle()
     reviewer_items = await team.items("reviewer", kind="message")

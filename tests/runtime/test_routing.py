@@ -73,20 +73,9 @@ async def test_rule_a_bot_message_without_a_mention_wakes_nobody(team: Team) -> 
 
 
 async def test_rule_held_hand_off_gets_a_notice_and_an_activity_entry(team: Team, client: object) -> None:
-    rt = team.rt
     await team.script("engineer", [{"match": "first", "reply": "@reviewer ready"}])
     thread = await team.thread()
-    prepare = rt.runner.prepare
-    done: list[bool] = []
-
-    async def prepare_then_post(claim: object) -> object:
-        prepared = await prepare(claim)  # type: ignore[arg-type]
-        if not done:
-            done.append(True)
-            await team.post(thread, "@engineer second")
-        return prepared
-
-    rt.runner.prepare = prepare_then_post  # type: ignore[method-assign]
+    team.post_when_prepared(thread, "@engineer second")
     await team.post(thread, "@engineer first")
     await team.idle()
     activity = (await client.get("/api/v1/activity", params={"thread_id": thread})).json()["items"]  # type: ignore[attr-defined]

@@ -17,22 +17,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 REPLY = "Hello from the engineer, streaming word by word into the browser tab."
 
 
-def script(
-    api: Client,
-    handle: str,
-    rules: list[dict[str, Any]],
-    *,
-    delay_ms: int = 0,
-    approval_tools: list[str] | None = None,
-) -> None:
-    api.update_bot(
-        handle,
-        model="scripted",
-        model_settings={"script": rules, "delay_ms": delay_ms},
-        approval_tools=approval_tools or [],
-    )
-
-
 def thread_with(api: Client, title: str, bot: str = "engineer") -> str:
     return api.create_thread(title=title, participants=["you", bot], default_bot=bot)["id"]
 
@@ -62,7 +46,7 @@ RECORD_STREAM = """() => {
 def test_create_thread_send_message_and_see_the_reply_stream_in(
     page: Page, server: LiveServer, api: Client
 ) -> None:
-    script(api, "engineer", [{"match": "(?i)hello", "reply": REPLY}], delay_ms=300)
+    api.script_bot("engineer", [{"match": "(?i)hello", "reply": REPLY}], delay_ms=300)
     open_app(page, server, "/threads")
 
     page.get_by_role("button", name="New thread").click()
@@ -99,8 +83,7 @@ def test_create_thread_send_message_and_see_the_reply_stream_in(
 
 
 def test_answer_a_question_card_and_see_the_run_finish(page: Page, server: LiveServer, api: Client) -> None:
-    script(
-        api,
+    api.script_bot(
         "engineer",
         [
             {
@@ -130,8 +113,7 @@ def test_answer_a_question_card_and_see_the_run_finish(page: Page, server: LiveS
 def test_needs_action_lists_open_questions_and_answers_in_place(
     page: Page, server: LiveServer, api: Client
 ) -> None:
-    script(
-        api,
+    api.script_bot(
         "reviewer",
         [
             {
@@ -162,8 +144,7 @@ def test_needs_action_lists_open_questions_and_answers_in_place(
 
 
 def test_approve_edit_and_reject_approval_cards(page: Page, server: LiveServer, api: Client) -> None:
-    script(
-        api,
+    api.script_bot(
         "engineer",
         [
             {
@@ -237,7 +218,7 @@ def test_approve_edit_and_reject_approval_cards(page: Page, server: LiveServer, 
 
 
 def test_cancel_a_slow_run(page: Page, server: LiveServer, api: Client) -> None:
-    script(api, "qa", [{"match": "(?i)slow", "reply": "finally done"}], delay_ms=5000)
+    api.script_bot("qa", [{"match": "(?i)slow", "reply": "finally done"}], delay_ms=5000)
     thread = thread_with(api, "Slow run", bot="qa")
     open_app(page, server, f"/t/{thread}")
     composer = page.get_by_role("combobox", name="Message")
@@ -249,7 +230,7 @@ def test_cancel_a_slow_run(page: Page, server: LiveServer, api: Client) -> None:
     expect(page.locator(".run[data-status='cancelled']")).to_have_count(1)
     assert wait_run(api, thread, "cancelled")
     expect(page.locator("article.msg[data-sender='qa']")).to_have_count(0)
-    script(api, "qa", [])
+    api.script_bot("qa", [])
 
 
 def test_threads_search_filters_by_title(page: Page, server: LiveServer, api: Client) -> None:
@@ -302,7 +283,7 @@ def test_bot_editor_saves_settings_and_shows_validation_errors(
 
 
 def test_bots_list_shows_live_state(page: Page, server: LiveServer, api: Client) -> None:
-    script(api, "qa", [{"match": "(?i)check", "reply": "checked"}], delay_ms=2500)
+    api.script_bot("qa", [{"match": "(?i)check", "reply": "checked"}], delay_ms=2500)
     thread = thread_with(api, "Live state", bot="qa")
     open_app(page, server, "/bots")
     card = page.locator(".bot-card[data-handle='qa']")
@@ -310,11 +291,11 @@ def test_bots_list_shows_live_state(page: Page, server: LiveServer, api: Client)
     api.post_message(thread, "@qa check this")
     expect(card).to_contain_text("running in Live state")
     expect(card).to_contain_text("idle", timeout=20_000)
-    script(api, "qa", [])
+    api.script_bot("qa", [])
 
 
 def test_activity_filters_and_live_tail(page: Page, server: LiveServer, api: Client) -> None:
-    script(api, "engineer", [])
+    api.script_bot("engineer", [])
     thread = thread_with(api, "Activity thread")
     open_app(page, server, "/activity")
     expect(page.locator(".activity-table tbody tr").first).to_be_visible()
