@@ -80,9 +80,7 @@ def measure(browser: Any, url: str, thread_id: str) -> dict[str, Any]:
 
 
 def _live_server_module() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "openbot_live_server", ROOT / "tests" / "web" / "live_server.py"
-    )
+    spec = importlib.util.spec_from_file_location("openbot_live_server", ROOT / "tests" / "live_server.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -10,18 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from live_server import LiveServer
 from openbot.client import Client
 
 from .terminal import Terminal
-
-_spec = importlib.util.spec_from_file_location(
-    "openbot_live_server", Path(__file__).parent.parent / "web" / "live_server.py"
-)
-assert _spec and _spec.loader
-live_server = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(live_server)
-LiveServer = live_server.LiveServer
-wait_until = live_server.wait_until
 
 OPENBOT = Path(sys.executable).with_name("openbot")
 

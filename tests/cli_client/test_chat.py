@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from live_server import wait_until
 from openbot.client import Client
-
-from .conftest import wait_until
 
 pytestmark = pytest.mark.slow
 

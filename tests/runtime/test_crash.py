@@ -20,11 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
-import socket
-import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -33,6 +29,8 @@ import httpx
 import pytest
 
 from conftest import PG_URL, reset_postgres
+from live_server import LiveServer
+from live_server import wait_until as _wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -49,82 +47,17 @@ QA_SCRIPT = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def wait_until(predicate: Callable[[], T | None], what: str) -> T:
+    """Wait on the server's state (another process) with a restart-sized deadline."""
+    return _wait_until(predicate, what, timeout=30.0)  # type: ignore[no-any-return]
 
 
-def wait_until(predicate: Callable[[], T | None], what: str, timeout: float = 30.0) -> T:
-    """Poll ``predicate`` until it returns something truthy (state owned by the server process)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.05)
-
-
-class Server:
-    """``openbot serve`` in a subprocess over one data directory (and database)."""
-
-    def __init__(self, data_dir: Path, env: dict[str, str]) -> None:
-        self.data_dir = data_dir
-        self.env = env
-        self.log_path = data_dir.parent / "server.log"
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.url = ""
-
-    def start(self) -> None:
-        port = _free_port()
-        self.url = f"http://127.0.0.1:{port}"
-        args = ["serve", "--host", "127.0.0.1", "--port", str(port), "--data-dir", str(self.data_dir)]
-        with self.log_path.open("ab") as log:
-            log.write(f"\n=== start on port {port} ===\n".encode())
-            log.flush()
-            self.proc = subprocess.Popen(
-                [str(OPENBOT), *args],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=self.env,
-            )
-        wait_until(self._healthy, "the server to start", timeout=60)
-
-    def _healthy(self) -> bool:
-        assert self.proc is not None
-        if self.proc.poll() is not None:
-            raise AssertionError(f"openbot serve exited with {self.proc.returncode}:\n{self.log()}")
-        try:
-            return httpx.get(f"{self.url}/api/v1/health", timeout=2).status_code == 200
-        except httpx.TransportError:
-            return False
-
-    def kill(self) -> None:
-        """SIGKILL: no shutdown hook, no lifespan exit, nothing flushed."""
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(timeout=10)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
-
-    def log(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-6000:]
-        except OSError:
-            return ""
+class Server(LiveServer):
+    """``openbot serve`` in a subprocess (see ``live_server``), with the calls this test makes."""
 
     # ── the API ──────────────────────────────────────────────────────────────────────────────
     def call(self, method: str, path: str, body: Any = None, expect: int = 200) -> Any:
-        response = httpx.request(method, f"{self.url}/api/v1{path}", json=body, timeout=30)
+        response = httpx.request(method, f"{self.url}/api/v1{path}", json=body)
         assert response.status_code == expect, (
             f"{method} {path} → {response.status_code}: {response.text}\n{self.log()}"
         )
@@ -169,7 +102,7 @@ def server_env(backend: str) -> dict[str, str]:
 
 @pytest.fixture
 def server(tmp_path: Path, server_env: dict[str, str]) -> Iterator[Server]:
-    live = Server(tmp_path / "data", server_env)
+    live = Server(tmp_path / "data", env=server_env)
     live.start()
     try:
         yield live
@@ -204,8 +137,7 @@ def test_a_crash_mid_run_fails_the_run_loses_nothing_and_keeps_the_question(serv
     assert server.run_in(thread_a, "engineer", "running") is not None, "the run must still be in flight"
 
     # ── crash and restart ────────────────────────────────────────────────────────────────────
-    server.kill()
-    server.start()
+    server.restart(kill=True)  # SIGKILL: no shutdown hook, no lifespan exit, nothing flushed
 
     # The interrupted run failed, and the thread says so.
     failed = wait_until(

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from live_server import LiveServer
 from openbot.client import Client
-
-from .live_server import LiveServer
 
 CHROMIUM = os.environ.get("OPENBOT_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
+from live_server import LiveServer, wait_until
 from openbot.client import Client
 
 from .conftest import ConsoleWatch
-from .live_server import LiveServer, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

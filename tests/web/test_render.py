@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from live_server import LiveServer
 from openbot.client import Client
-
-from .live_server import LiveServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

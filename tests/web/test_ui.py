@@ -8,9 +8,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
+from live_server import LiveServer, wait_until
 from openbot.client import Client
-
-from .live_server import LiveServer, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

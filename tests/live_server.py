@@ -109,7 +109,7 @@ class LiveServer:
         self.stop()
 
 
-def wait_until(predicate, timeout: float = 15.0, interval: float = 0.05, message: str = "condition"):  # type: ignore[no-untyped-def]
+def wait_until(predicate, message: str = "condition", timeout: float = 15.0, interval: float = 0.05):  # type: ignore[no-untyped-def]
     """Poll ``predicate`` until it returns something truthy (for state owned by another process)."""
     deadline = time.monotonic() + timeout
     while True:
