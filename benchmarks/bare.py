@@ -45,9 +45,9 @@ from benchmarks.stats import summarize
 from openbot.config import Settings
 from openbot.core.model_errors import classify_model_error
 from openbot.core.prompt import PromptInput, RosterEntry, render_system_prompt
-from openbot.runtime.scripted import ScriptedChatModel
+from openbot.runtime.runner.scripted import ScriptedChatModel
 from openbot.runtime.team import SEED_TEAM
-from openbot.runtime.tools import BUILTIN_TOOLS
+from openbot.runtime.tools.registry import BUILTIN_TOOLS
 
 log = logging.getLogger(__name__)
 

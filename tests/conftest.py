@@ -8,7 +8,8 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +24,12 @@ for _key in ("OPENBOT_MODEL", "OPENBOT_API_TOKEN", "OPENBOT_DATABASE_URL"):
 
 from openbot.api.app import create_app  # noqa: E402
 from openbot.config import Settings  # noqa: E402
+from openbot.core.clock import FakeClock  # noqa: E402
 from openbot.runtime import threads  # noqa: E402
+from openbot.runtime.commands import BotUpdate, ThreadCreate  # noqa: E402
 from openbot.runtime.engine import Runtime  # noqa: E402
+from openbot.runtime.runner.prepare import Prepared  # noqa: E402
+from openbot.runtime.runs.claim import Claim  # noqa: E402
 from openbot.runtime.team import get_actor, update_bot  # noqa: E402
 from openbot.store.models import Base, InboxItem, Message, Run, Thread  # noqa: E402
 
@@ -34,8 +39,6 @@ BACKENDS = ["sqlite", *(["postgresql"] if PG_URL else [])]
 
 async def reset_postgres(url: str) -> None:
     """Empty every table (ours and the checkpointer's) so each test starts from a fresh install."""
-    import asyncio
-
     from openbot.store.db import Database
     from openbot.store.migrate import upgrade
 
@@ -70,10 +73,34 @@ def settings(tmp_path: Path, backend: str) -> Settings:
 
 
 @pytest.fixture
-async def rt(settings: Settings) -> AsyncIterator[Runtime]:
-    if settings.database_url:
-        await reset_postgres(settings.database_url)
-    async with Runtime(settings) as runtime:
+def clock() -> FakeClock:
+    """The runtime's clock: time moves only when a test advances it."""
+    return FakeClock()
+
+
+Boot = Callable[[], AbstractAsyncContextManager[Runtime]]
+
+
+@pytest.fixture
+def boot(settings: Settings, clock: FakeClock) -> Boot:
+    """Start a runtime on the test's database: ``async with boot() as rt``. Boot again to restart
+    it on the same data (the first boot starts from a fresh install)."""
+    fresh = [True]
+
+    @asynccontextmanager
+    async def start() -> AsyncIterator[Runtime]:
+        if fresh[0] and settings.database_url:
+            await reset_postgres(settings.database_url)
+        fresh[0] = False
+        async with Runtime(settings, clock=clock) as runtime:
+            yield runtime
+
+    return start
+
+
+@pytest.fixture
+async def rt(boot: Boot) -> AsyncIterator[Runtime]:
+    async with boot() as runtime:
         yield runtime
 
 
@@ -85,7 +112,7 @@ class Team:
 
     async def thread(self, title: str = "t", **body: Any) -> str:
         async with self.rt.db.transaction() as s:
-            thread = await threads.create_thread(s, {"title": title, **body})
+            thread = await threads.create_thread(s, ThreadCreate(title=title, **body))
             return thread.id
 
     async def post(
@@ -96,34 +123,52 @@ class Team:
             actor = await get_actor(s, sender)
             return await self.rt.delivery.post(s, thread, content, sender=actor, to=to or [])
 
+    def on_prepared(self, hook: Callable[[Claim, Prepared], Awaitable[None]]) -> None:
+        """Call ``hook`` after each run has read its thread, before its model runs."""
+        self.rt.runner.on_prepared.append(hook)
+
+    def prepared(self) -> list[Prepared]:
+        """Every run prepared from now on, in order (what its model is given)."""
+        seen: list[Prepared] = []
+
+        async def record(_claim: Claim, prepared: Prepared) -> None:
+            seen.append(prepared)
+
+        self.on_prepared(record)
+        return seen
+
     def post_when_prepared(self, thread_id: str, content: str) -> list[str]:
         """Post ``content`` once, right after the next run has read its thread and before its model
         runs: mail that lands mid-run. The returned list gets the message id once it is posted."""
         posted: list[str] = []
-        prepare = self.rt.runner.prepare
 
-        async def prepare_then_post(claim: Any) -> Any:
-            prepared = await prepare(claim)
+        async def post_once(_claim: Claim, _prepared: Prepared) -> None:
             if not posted:
                 posted.append((await self.post(thread_id, content)).message.id)
-            return prepared
 
-        self.rt.runner.prepare = prepare_then_post  # type: ignore[method-assign]
+        self.on_prepared(post_once)
         return posted
 
     async def script(self, handle: str, rules: list[dict[str, Any]], **extra: Any) -> None:
         settings = {"script": rules, **{k: v for k, v in extra.items() if k in ("delay_ms",)}}
-        body: dict[str, Any] = {"model": "scripted", "model_settings": settings}
-        body.update({k: v for k, v in extra.items() if k not in ("delay_ms",)})
+        fields = {k: v for k, v in extra.items() if k not in ("delay_ms",)}
+        command = BotUpdate(model="scripted", model_settings=settings, **fields)
         async with self.rt.db.transaction() as s:
-            await update_bot(s, handle, body)
+            await update_bot(s, handle, command)
+
+    async def asks(
+        self, handle: str, question: str = "Ship it?", *, match: str = ".", reply: str = "ok: {tool_result}"
+    ) -> None:
+        """Make ``handle`` ask the humans ``question`` (and pause) when a trigger matches ``match``."""
+        call = {"name": "ask_human", "args": {"question": question}}
+        await self.script(handle, [{"match": match, "reply": reply, "tool_calls": [call]}])
 
     async def idle(self) -> None:
         await self.rt.system.run_until_idle()
 
     async def messages(self, thread_id: str) -> list[dict[str, Any]]:
         async with self.rt.db.read() as s:
-            return await threads.list_messages(s, thread_id, after=None, limit=10_000)
+            return [dict(m) for m in await threads.list_messages(s, thread_id, after=None, limit=10_000)]
 
     async def runs(self, thread_id: str | None = None) -> list[Run]:
         async with self.rt.db.read() as s:

@@ -9,7 +9,9 @@ from typing import Any
 import httpx
 
 from conftest import Team
+from openbot.core.clock import FakeClock
 from openbot.runtime.engine import Runtime
+from openbot.store.journal import journal_floor
 
 
 async def read_events(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
@@ -124,16 +126,17 @@ async def test_bearer_token_is_required_when_configured(client: httpx.AsyncClien
     assert (await client.get("/")).status_code == 200  # the page itself loads and asks for the token
 
 
-async def test_replay_from_before_the_pruned_journal_sends_reset(server: str, team: Team) -> None:
-    from datetime import timedelta
-
-    from openbot.store.journal import now, prune_journal
-
+async def test_replay_from_before_the_pruned_journal_sends_reset(
+    server: str, team: Team, clock: FakeClock
+) -> None:
     thread = await team.thread()
     await team.post(thread, "@engineer one")
     await team.idle()
-    async with team.rt.db.transaction() as s:
-        assert await prune_journal(s, now() + timedelta(seconds=1)) > 0
+    assert await team.rt.system.maintenance.prune() == 0  # nothing is past its retention yet
+    clock.advance(team.rt.settings.journal_retention_days * 86400 + 1)
+    await team.rt.system.maintain()  # the hourly pass prunes what the retention period let go
+    async with team.rt.db.read() as s:
+        assert await journal_floor(s) > 0
     events = await collect(
         f"{server}/api/v1/events", {"since": "1"}, {}, lambda got: any("event" in e for e in got)
     )

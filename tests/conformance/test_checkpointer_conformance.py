@@ -55,7 +55,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 from sqlalchemy import make_url
 
-from openbot.runtime.checkpoints import DeferredSaver
+from openbot.runtime.runner.checkpoints import DeferredSaver
 
 PG_URL = os.environ.get("OPENBOT_TEST_DATABASE_URL")
 BACKENDS = ["sqlite", *(["postgresql"] if PG_URL else [])]

@@ -32,7 +32,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command, Interrupt, interrupt
 
-from openbot.runtime.scripted import ScriptedChatModel
+from openbot.runtime.runner.scripted import ScriptedChatModel
 
 DEPLOY_RULE = {
     "match": "ship",

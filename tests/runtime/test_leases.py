@@ -1,32 +1,39 @@
-"""Leases and fencing: a worker wrongly declared dead cannot finish its run a second time."""
+"""Leases and fencing, driven by the fake clock: a lease lapses only when time moves."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
-from sqlalchemy import update
 
 from conftest import Team
-from openbot.runtime.runs import Outcome, StaleLease, finish
+from openbot.core.clock import FakeClock
+from openbot.core.errors import StaleLease
+from openbot.runtime.runner.prepare import Prepared
+from openbot.runtime.runs.claim import Claim
+from openbot.runtime.runs.outcome import Outcome, finish
 from openbot.runtime.team import get_actor
-from openbot.store.journal import now
-from openbot.store.models import Run
 
 
-async def test_a_stale_worker_cannot_finish_a_run_taken_over(team: Team) -> None:
+async def _claim_by_hand(team: Team, thread: str) -> Claim:
+    """A run claimed by a 'worker' that will never heartbeat (the system itself is paused)."""
+    team.rt.system.pause()
+    await team.post(thread, "@engineer build")
+    async with team.rt.db.read() as s:
+        engineer = await get_actor(s, "engineer")
+    claim = await team.rt.system.claim(engineer.id)
+    assert claim is not None
+    return claim
+
+
+async def test_a_stale_worker_cannot_finish_a_run_taken_over(team: Team, clock: FakeClock) -> None:
     rt = team.rt
     thread = await team.thread()
-    rt.system.pause()
-    await team.post(thread, "@engineer build")
-    async with rt.db.read() as s:
-        engineer = await get_actor(s, "engineer")
-    stale = await rt.system.claim(engineer.id)
-    assert stale is not None
-    # The owner stops heartbeating; its lease lapses and recovery takes the run over.
-    async with rt.db.transaction() as s:
-        await s.execute(update(Run).where(Run.id == stale.run_id).values(lease_expires_at=now()))
+    stale = await _claim_by_hand(team, thread)
+    # The owner stops heartbeating; once its lease lapses, recovery takes the run over.
+    clock.advance(rt.settings.lease_seconds + 1)
     assert await rt.system.recover(expired_only=True) == 1
     rt.system.unpause()
-    rt.system.notify([engineer.id])
     await team.idle()
     before = await team.messages(thread)
     # The "dead" worker wakes up and tries to finish: refused, nothing is written.
@@ -40,14 +47,34 @@ async def test_a_stale_worker_cannot_finish_a_run_taken_over(team: Team) -> None
     assert len(replies) == 1 and not await team.items("reviewer")
 
 
-async def test_recovery_leaves_runs_with_a_live_lease_alone(team: Team) -> None:
-    rt = team.rt
+async def test_recovery_leaves_runs_with_a_live_lease_alone(team: Team, clock: FakeClock) -> None:
     thread = await team.thread()
-    rt.system.pause()
-    await team.post(thread, "@engineer build")
-    async with rt.db.read() as s:
-        engineer = await get_actor(s, "engineer")
-    claim = await rt.system.claim(engineer.id)
-    assert claim is not None
+    await _claim_by_hand(team, thread)
+    clock.advance(team.rt.settings.lease_seconds - 1)  # not yet expired
+    assert await team.rt.system.recover(expired_only=True) == 0
+    assert [r.status for r in await team.runs(thread)] == ["running"]
+
+
+async def test_the_heartbeat_keeps_a_long_run_s_lease_alive(team: Team, clock: FakeClock) -> None:
+    """A run that outlives its lease is not taken over while its owner heartbeats."""
+    rt = team.rt
+    await team.script("engineer", [], delay_ms=20_000)  # the model is slow; the run stays in flight
+    started = asyncio.Event()
+
+    async def model_starts(_claim: Claim, _prepared: Prepared) -> None:
+        started.set()
+
+    team.on_prepared(model_starts)
+    thread = await team.thread()
+    await team.post(thread, "@engineer slow")
+    async with asyncio.timeout(10):
+        await started.wait()
+    for _ in range(3):  # three lease periods pass, with a maintenance pass in each
+        clock.advance(rt.settings.lease_seconds * 0.9)
+        await rt.system.maintain()
     assert await rt.system.recover(expired_only=True) == 0
     assert [r.status for r in await team.runs(thread)] == ["running"]
+    (run,) = await team.runs(thread)
+    await rt.runs.cancel(run.id)
+    await team.idle()
+    assert [r.status for r in await team.runs(thread)] == ["cancelled"]

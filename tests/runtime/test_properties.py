@@ -33,18 +33,19 @@ from hypothesis import strategies as st
 from sqlalchemy import func, make_url, select, text
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from conftest import PG_URL, Team, reset_postgres
+from conftest import PG_URL, Boot, Team, reset_postgres
 from openbot.config import Settings
 from openbot.core.errors import Conflict
-from openbot.runtime import runs as run_ops
+from openbot.core.states import ACTIVE_RUNS
+from openbot.runtime.commands import ActorCreate, ResumeBody
+from openbot.runtime.runs.ending import cancel
 from openbot.runtime import threads
-from openbot.runtime.delivery import Delivery
+from openbot.runtime.delivery.post import Delivery
 from openbot.runtime.engine import Runtime
-from openbot.runtime.runs import Claim, claim_next
+from openbot.runtime.runs.claim import Claim, claim_next
 from openbot.runtime.team import create_actor, get_actor, get_bot, seed_team
 from openbot.store.db import Database
 from openbot.store.models import (
-    ACTIVE_RUN_STATUSES,
     Actor,
     BotProfile,
     Event,
@@ -165,21 +166,13 @@ class HopTeam(Team):
 
 
 @pytest.fixture
-async def hop_team(tmp_path: Path, backend: str) -> AsyncIterator[HopTeam]:
+async def hop_team(settings: Settings, boot: Boot) -> AsyncIterator[HopTeam]:
     """Like ``team``, but with MAX_BOT_HOPS=3, plus a second human and an external actor."""
-    settings = Settings(
-        data_dir=tmp_path / "data",
-        database_url=PG_URL if backend == "postgresql" else None,
-        poll_seconds=0.5,
-        lease_seconds=30,
-        max_bot_hops=MAX_HOPS,
-    )
-    if settings.database_url:
-        await reset_postgres(settings.database_url)
-    async with Runtime(settings) as runtime:
+    settings.max_bot_hops = MAX_HOPS
+    async with boot() as runtime:
         async with runtime.db.transaction() as s:
-            await create_actor(s, {"kind": "human", "handle": "pat", "name": "Pat"})
-            await create_actor(s, {"kind": "external", "handle": "hook", "name": "Hook"})
+            await create_actor(s, ActorCreate(kind="human", handle="pat", name="Pat"))
+            await create_actor(s, ActorCreate(kind="external", handle="hook", name="Hook"))
         yield HopTeam(runtime)
 
 
@@ -202,11 +195,9 @@ async def _answer_all(team: Team, thread_ids: list[str]) -> int:
     answered = 0
     for run in await _waiting_runs(team, thread_ids):
         try:
-            async with team.rt.db.transaction() as s:
-                await run_ops.request_resume(s, run.id, {"answer": "yes"})
+            await team.rt.runs.resume(run.id, ResumeBody(answer="yes"))
         except Conflict:
             continue  # 409: already answered (resume on its way) or resumed meanwhile
-        team.rt.system.notify([run.bot_id])
         answered += 1
     return answered
 
@@ -411,7 +402,7 @@ def check_journal(rows: Rows, *, exact_pick: bool) -> None:
         active_here = [
             r
             for r, s in status.items()
-            if run_bot[r] == bot and run_thread[r] == thread_id and s in ACTIVE_RUN_STATUSES
+            if run_bot[r] == bot and run_thread[r] == thread_id and s in ACTIVE_RUNS
         ]
         assert len(active_here) <= 1, f"@{bot} has two active runs in thread {thread_id}: {active_here}"
     # The replay saw every run, each ending where the table says it ended.
@@ -530,7 +521,7 @@ async def test_random_traffic_keeps_the_invariants(hop_team: HopTeam, scenario: 
     thread_ids = await setup(hop_team, scenario)
     await play(hop_team, scenario, thread_ids)
     rows = await load(hop_team, thread_ids)
-    sqlite = hop_team.rt.db.is_sqlite
+    sqlite = hop_team.rt.db.backend == "sqlite"
     event(f"runs: {min(len(rows.runs), 10)}{'+' if len(rows.runs) >= 10 else ''}")
     if any(len(r.trigger_message_ids) > 1 for r in rows.runs):
         event("coalesced triggers")
@@ -599,8 +590,8 @@ async def bare_database() -> AsyncIterator[tuple[Database, Delivery]]:
 async def _claim_for(db: Database, handle: str) -> Claim | None:
     """What a bot's worker does: claim its next batch in one transaction."""
     async with db.transaction() as s:
-        bot, profile = await get_bot(s, handle)
-        return await claim_next(s, bot, profile, "test-worker", 30)
+        bot, _profile = await get_bot(s, handle)
+        return await claim_next(s, bot.id, "test-worker", 30)
 
 
 async def _post(db: Database, delivery: Delivery, thread_id: str, content: str) -> None:
@@ -613,7 +604,7 @@ async def _post(db: Database, delivery: Delivery, thread_id: str, content: str) 
 async def _cancel(db: Database, delivery: Delivery, run_id: str) -> None:
     """What ``POST /runs/{id}/cancel`` does (minus stopping a task: there is none)."""
     async with db.transaction() as s:
-        await run_ops.cancel(s, run_id, delivery, reason="cancelled by a human")
+        await cancel(s, run_id, delivery, reason="cancelled by a human")
 
 
 async def _wait_until_blocked(db: Database, where: str, task: asyncio.Task[Any]) -> None:
@@ -772,7 +763,7 @@ async def test_a_heartbeat_during_a_runs_clean_up_does_not_leave_it_in_flight(te
     (run,) = await team.runs(thread)
     assert run.status == "completed"  # finished and committed; its task is in its clean-up
     task = rt.system.in_flight[run.id]
-    await rt.system._heartbeat()  # what the maintenance loop does every poll interval
+    await rt.system.maintain()  # what the maintenance loop does every poll interval
     release.set()
     await asyncio.wait({task}, timeout=10)
     assert task.done()

@@ -85,11 +85,12 @@ async def test_rule_held_hand_off_gets_a_notice_and_an_activity_entry(team: Team
 
 
 async def test_rule_fan_out_reaches_human_and_external_participants_but_not_the_sender(team: Team) -> None:
+    from openbot.runtime.commands import ActorCreate
     from openbot.runtime.team import create_actor
 
     async with team.rt.db.transaction() as s:
-        await create_actor(s, {"kind": "external", "handle": "ci", "name": "CI"})
-        await create_actor(s, {"kind": "human", "handle": "ann", "name": "Ann"})
+        await create_actor(s, ActorCreate(kind="external", handle="ci", name="CI"))
+        await create_actor(s, ActorCreate(kind="human", handle="ann", name="Ann"))
     thread = await team.thread(participants=["ci", "ann"])
     await team.post(thread, "@engineer build")
     assert [i.kind for i in await team.items("ci")] == ["message"]

@@ -7,8 +7,8 @@ from collections.abc import Awaitable, Callable
 
 from sqlalchemy import select
 
-from conftest import Team
-from openbot.runtime import runs as run_ops
+from conftest import Boot, Team
+from openbot.runtime.commands import BotUpdate, ResumeBody
 from openbot.runtime.team import get_actor
 from openbot.store.models import Run, RunEvent
 
@@ -25,12 +25,7 @@ async def wait_for(team: Team, check: Callable[[], Awaitable[bool]], timeout: fl
 
 
 async def test_a_model_error_fails_the_run_with_a_clear_notice(team: Team) -> None:
-    async with team.rt.db.transaction() as s:
-        from openbot.runtime.team import update_bot
-
-        await update_bot(
-            s, "engineer", {"model": "anthropic:claude-sonnet-4-5"}
-        )  # real providers are forbidden
+    await team.rt.team.update_bot("engineer", BotUpdate(model="anthropic:claude-sonnet-4-5"))  # forbidden
     thread = await team.thread()
     await team.post(thread, "@engineer hi")
     await team.idle()
@@ -52,9 +47,7 @@ async def test_cancelling_a_running_run_stops_it_and_says_so(team: Team) -> None
 
     await wait_for(team, running)
     run = (await team.runs(thread))[0]
-    async with team.rt.db.transaction() as s:
-        await run_ops.cancel(s, run.id, team.rt.delivery)
-    await team.rt.system.cancel(run.id)
+    await team.rt.runs.cancel(run.id)
     await team.idle()
     assert [r.status for r in await team.runs(thread)] == ["cancelled"]
     messages = await team.messages(thread)
@@ -80,9 +73,7 @@ async def test_checkpoints_are_kept_while_waiting_and_deleted_when_terminal(team
     saver = team.rt.runner.checkpointer
     config = {"configurable": {"thread_id": run.id}}
     assert await saver.aget_tuple(config) is not None
-    async with team.rt.db.transaction() as s:
-        await run_ops.request_resume(s, run.id, {"answer": "fine"})
-    team.rt.system.notify([run.bot_id])
+    await team.rt.runs.resume(run.id, ResumeBody(answer="fine"))
     await team.idle()
     assert (await team.runs(thread))[0].status == "completed"
     assert await saver.aget_tuple(config) is None
@@ -156,18 +147,11 @@ async def test_todo_list_is_saved_per_bot_per_thread_and_shown_in_the_prompt(tea
     thread, other = await team.thread(), await team.thread()
     await team.post(thread, "@engineer plan")
     await team.idle()
-    prompts: list[str] = []
-    prepare = team.rt.runner.prepare
-
-    async def capture(claim: object) -> object:
-        prepared = await prepare(claim)  # type: ignore[arg-type]
-        prompts.append(prepared.system_prompt)
-        return prepared
-
-    team.rt.runner.prepare = capture  # type: ignore[method-assign]
+    prepared = team.prepared()
     await team.post(thread, "@engineer next")
     await team.post(other, "@engineer elsewhere")
     await team.idle()
+    prompts = [p.system_prompt for p in prepared]
     assert "[in_progress] write the parser" in prompts[0]
     assert "write the parser" not in prompts[1]
 
@@ -184,13 +168,8 @@ async def test_list_bots_tool_lists_the_team(team: Team) -> None:
     assert "@engineer" in reply and "@qa" in reply
 
 
-async def test_stopping_lets_in_flight_runs_finish_first(settings: object) -> None:
-    from conftest import reset_postgres
-    from openbot.runtime.engine import Runtime
-
-    if settings.database_url:  # type: ignore[attr-defined]
-        await reset_postgres(settings.database_url)  # type: ignore[attr-defined]
-    async with Runtime(settings) as rt:  # type: ignore[arg-type]
+async def test_stopping_lets_in_flight_runs_finish_first(boot: Boot) -> None:
+    async with boot() as rt:
         team = Team(rt)
         await team.script("engineer", [], delay_ms=300)
         thread = await team.thread()
@@ -200,7 +179,7 @@ async def test_stopping_lets_in_flight_runs_finish_first(settings: object) -> No
             return any(r.status == "running" for r in await team.runs(thread))
 
         await wait_for(team, running)
-    async with Runtime(settings) as rt:  # type: ignore[arg-type]
+    async with boot() as rt:
         team = Team(rt)
         assert [r.status for r in await team.runs(thread)] == ["completed"]
         assert (await team.messages(thread))[-1]["content"] == "(scripted) engineer received 1 message."
@@ -225,9 +204,7 @@ async def test_two_questions_in_one_turn_resume_together(team: Team) -> None:
     await team.idle()
     run = (await team.runs(thread))[0]
     assert run.status == "waiting_human" and len(run.interrupt["interrupt_ids"]) == 2  # type: ignore[index]
-    async with team.rt.db.transaction() as s:
-        await run_ops.request_resume(s, run.id, {"answer": "main"})
-    team.rt.system.notify([run.bot_id])
+    await team.rt.runs.resume(run.id, ResumeBody(answer="main"))
     await team.idle()
     assert [r.status for r in await team.runs(thread)] == ["completed"]
     assert (await team.messages(thread))[-1]["content"] == "got main"

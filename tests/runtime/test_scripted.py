@@ -15,9 +15,9 @@ from langchain_core.tools import tool
 from pydantic import ValidationError
 
 from openbot.core.errors import InvalidArgument, ModelAuthError
-from openbot.runtime import models
-from openbot.runtime.models import FORBID_ENV, OPENAI_BASE_URL_ENV, build_chat_model, forbid_real_models
-from openbot.runtime.scripted import ScriptedChatModel, default_reply, validate_script
+from openbot.runtime.runner import models
+from openbot.runtime.runner.models import FORBID_ENV, OPENAI_BASE_URL_ENV, build_chat_model, forbid_real_models
+from openbot.runtime.runner.scripted import ScriptedChatModel, default_reply, validate_script
 
 ZERO_USAGE = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
 

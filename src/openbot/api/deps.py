@@ -1,4 +1,4 @@
-"""Request dependencies: the runtime, a session per request, and the bearer-token check."""
+"""Request dependencies: the runtime and the bearer-token check."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ def get_runtime(request: Request) -> Runtime:
 
 
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
-# Handlers open their own transaction (``async with rt.db.transaction()``) so the commit happens
-# before the response is sent, never after.
+# Handlers call the runtime's services, which commit before they return: a response is never
+# sent for a change that is not durable yet.
 
 
 def require_token(request: Request) -> None:

@@ -3,11 +3,14 @@
     OpenBotError (code, message, details)
     ├── NotFound            not_found          404
     ├── Conflict            conflict           409
+    │   └── StaleLease          a run moved on without the worker holding it (cancelled, taken over)
     ├── InvalidArgument     invalid_argument   422
     ├── Unauthorized        unauthorized       401
     ├── Forbidden           forbidden          403
     ├── PayloadTooLarge     payload_too_large  413
     ├── RateLimited         rate_limited       429
+    ├── Internal            internal           500  the system broke one of its own rules
+    │   └── IllegalTransition   a status change that its state machine forbids (core.states)
     └── ModelError          a model call failed; ``code`` says how
         ├── ModelAuthError        model_auth
         ├── ModelRateLimitError   model_rate_limit
@@ -78,6 +81,10 @@ class Conflict(OpenBotError):
     code = ErrorCode.CONFLICT
 
 
+class StaleLease(Conflict):
+    """The run moved on without this worker (cancelled, or its lease was taken over)."""
+
+
 class InvalidArgument(OpenBotError):
     code = ErrorCode.INVALID_ARGUMENT
 
@@ -96,6 +103,14 @@ class PayloadTooLarge(OpenBotError):
 
 class RateLimited(OpenBotError):
     code = ErrorCode.RATE_LIMITED
+
+
+class Internal(OpenBotError):
+    code = ErrorCode.INTERNAL
+
+
+class IllegalTransition(Internal):
+    """A run, item or hold was asked to move to a status its state machine forbids."""
 
 
 class ModelError(OpenBotError):

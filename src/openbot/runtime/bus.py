@@ -8,7 +8,6 @@ Queues are bounded: a subscriber that falls behind loses live-only events, never
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,23 +50,11 @@ class Subscription:
 class Bus:
     def __init__(self) -> None:
         self._subs: set[Subscription] = set()
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
 
     def subscribe(self, thread_id: str | None = None) -> Subscription:
         sub = Subscription(self, thread_id)
         self._subs.add(sub)
         return sub
-
-    async def stream(self, thread_id: str | None = None) -> AsyncIterator[Signal]:
-        sub = self.subscribe(thread_id)
-        try:
-            while True:
-                yield await sub.queue.get()
-        finally:
-            sub.close()
 
     def journal_changed(self, thread_id: str | None = None, upto: int | None = None) -> None:
         """Journal rows up to ``upto`` were committed (for ``thread_id``; None: not thread-scoped)."""

@@ -1,4 +1,5 @@
-"""The composition root: database, journal listeners, checkpointer, runner and actor system."""
+"""The composition root: database, clock, journal listeners, checkpointer, runner, actor system,
+and the services the API calls."""
 
 from __future__ import annotations
 
@@ -8,16 +9,20 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 from openbot.config import Settings
-from openbot.runtime.actors import ActorSystem
+from openbot.core.clock import Clock
 from openbot.runtime.bus import Bus
-from openbot.runtime.checkpoints import open_checkpointer
-from openbot.runtime.delivery import Delivery
-from openbot.runtime.runner import Runner
+from openbot.runtime.delivery.post import Delivery
+from openbot.runtime.runner.runner import Runner
+from openbot.runtime.scheduler.system import ActorSystem
+from openbot.runtime.service.observe import Observer
+from openbot.runtime.service.runs import RunService
+from openbot.runtime.service.team import TeamService
+from openbot.runtime.service.threads import ThreadService
 from openbot.runtime.team import seed_team
+from openbot.runtime.views import activity_view
 from openbot.store.db import Database
 from openbot.store.migrate import upgrade
 from openbot.store.models import ActivityLog
-from openbot.store.views import activity_view
 
 log = logging.getLogger(__name__)
 
@@ -26,12 +31,13 @@ class Runtime:
     """Everything a server (or a test) needs, started and stopped as one unit.
 
     ``async with Runtime(settings) as rt:`` migrates, seeds, recovers and starts the workers;
-    leaving the block cancels the workers and closes connections.
+    leaving the block drains in-flight runs, stops the workers and closes connections.
     """
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, clock: Clock | None = None) -> None:
         self.settings = settings
-        self.db = Database(settings.resolved_database_url())
+        self.db = Database(settings.resolved_database_url(), clock=clock)
+        self.clock = self.db.clock
         self.bus = Bus()
         self.db.journal_listeners.append(self._journal_committed)
         self.db.activity_listeners.append(self._activity_committed)
@@ -40,6 +46,10 @@ class Runtime:
         self._task: asyncio.Task[None] | None = None
         self.system: ActorSystem
         self.runner: Runner
+        self.threads: ThreadService
+        self.team: TeamService
+        self.runs: RunService
+        self.observer: Observer
 
     def _journal_committed(self, heads: dict[str | None, int]) -> None:
         for thread_id, upto in heads.items():
@@ -47,7 +57,7 @@ class Runtime:
 
     def _activity_committed(self, rows: list[ActivityLog]) -> None:
         for row in rows:
-            self.bus.live("activity.created", activity_view(row), row.thread_id)
+            self.bus.live("activity.created", dict(activity_view(row)), row.thread_id)
 
     async def __aenter__(self) -> Runtime:
         await asyncio.to_thread(upgrade, self.db.url)
@@ -55,9 +65,13 @@ class Runtime:
             seeded = await seed_team(s, self.settings.default_model())
         if seeded:
             log.info("seeded @you and the default team (model %s)", self.settings.default_model())
-        checkpointer = await open_checkpointer(self.db, self._stack)
+        checkpointer = await self.db.dialect.open_checkpointer(self.db.url, self._stack)
         self.runner = Runner(self.db, self.settings, self.bus, checkpointer)
         self.system = ActorSystem(self.db, self.settings, self.runner, self.delivery)
+        self.threads = ThreadService(self.db, self.delivery, self.system)
+        self.team = TeamService(self.db, self.settings, self.system)
+        self.runs = RunService(self.db, self.delivery, self.system)
+        self.observer = Observer(self.db, self.bus, self.system)
         self._task = asyncio.create_task(self.system.run(), name="openbot-actor-system")
         started = asyncio.create_task(self.system.started())
         done, _ = await asyncio.wait({self._task, started}, return_when=asyncio.FIRST_COMPLETED)

@@ -10,23 +10,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from openbot.core.errors import Conflict, InvalidArgument, NotFound
 from openbot.core.ids import new_id
 from openbot.core.mentions import is_valid_handle
-from openbot.runtime.scripted import validate_script
-from openbot.store.journal import append_event, log_activity, now
-from openbot.store.models import ACTIVE_RUN_STATUSES, Actor, BotProfile, ExternalProfile, Run
-from openbot.store.views import bot_view
-
-BOT_FIELDS = (
-    "name",
-    "description",
-    "instructions",
-    "model",
-    "model_settings",
-    "tools",
-    "approval_tools",
-    "memory_enabled",
-    "enabled",
-    "max_parallel_threads",
-)
+from openbot.core.states import ACTIVE_RUNS
+from openbot.runtime.commands import ActorCreate, BotCreate, BotUpdate
+from openbot.runtime.runner.scripted import validate_script
+from openbot.runtime.views import bot_view
+from openbot.store.db import now
+from openbot.store.journal import append_event, log_activity
+from openbot.store.models import Actor, BotProfile, ExternalProfile, Run
 
 _DELEGATE_NOTE = (
     "In a thread you are usually a delegate: you see only the messages that mention you, your own "
@@ -72,9 +62,9 @@ async def seed_team(session: AsyncSession, model: str) -> bool:
     """First start: the human @you and the four bots. Returns False if actors already exist."""
     if await session.scalar(select(func.count()).select_from(Actor)):
         return False
-    await create_actor(session, {"kind": "human", "handle": "you", "name": "You"})
+    await create_actor(session, ActorCreate(kind="human", handle="you", name="You"))
     for bot in SEED_TEAM:
-        await create_bot(session, {**bot, "model": model})
+        await create_bot(session, BotCreate(**bot, model=model))
     log_activity(session, "system.seeded", "seeded @you and the default team", detail={"model": model})
     return True
 
@@ -89,12 +79,13 @@ async def get_actor(session: AsyncSession, handle: str, *, kind: str | None = No
 async def get_bot(session: AsyncSession, handle: str) -> tuple[Actor, BotProfile]:
     actor = await get_actor(session, handle, kind="bot")
     profile = await session.get(BotProfile, actor.id)
-    assert profile is not None
+    if profile is None:
+        raise NotFound(f"no bot @{handle}", {"handle": handle})
     return actor, profile
 
 
-def _check_handle(handle: Any) -> str:
-    if not isinstance(handle, str) or not is_valid_handle(handle):
+def _check_handle(handle: str) -> str:
+    if not is_valid_handle(handle):
         raise InvalidArgument("handle must match [a-z0-9_-]{2,32}", {"field": "handle", "value": handle})
     return handle
 
@@ -104,72 +95,41 @@ async def _check_unique(session: AsyncSession, handle: str) -> None:
         raise Conflict(f"the handle @{handle} is taken", {"handle": handle})
 
 
-async def create_actor(session: AsyncSession, body: dict[str, Any]) -> Actor:
-    kind = body.get("kind")
-    if kind not in ("human", "external"):
-        raise InvalidArgument("kind must be 'human' or 'external'", {"field": "kind"})
-    handle = _check_handle(body.get("handle"))
+async def create_actor(session: AsyncSession, command: ActorCreate) -> Actor:
+    handle = _check_handle(command.handle)
     await _check_unique(session, handle)
-    stamp = now()
+    stamp = now(session)
     actor = Actor(
         id=new_id("act"),
-        kind=kind,
+        kind=command.kind,
         handle=handle,
-        name=str(body.get("name") or handle),
+        name=command.name or handle,
         enabled=True,
         deleted=False,
         created_at=stamp,
         updated_at=stamp,
     )
     session.add(actor)
-    if kind == "external":
+    if command.kind == "external":
         session.add(
             ExternalProfile(
-                actor_id=actor.id,
-                webhook_url=body.get("webhook_url"),
-                webhook_secret=body.get("webhook_secret"),
+                actor_id=actor.id, webhook_url=command.webhook_url, webhook_secret=command.webhook_secret
             )
         )
     await session.flush()
     log_activity(
-        session, "actor.created", f"@{handle} ({kind}) joined", actor_id=actor.id, actor_handle=handle
+        session, "actor.created", f"@{handle} ({command.kind}) joined", actor_id=actor.id, actor_handle=handle
     )
     return actor
 
 
-def _validate_bot_fields(body: dict[str, Any]) -> None:
-    unknown = set(body) - set(BOT_FIELDS) - {"handle"}
-    if unknown:
-        raise InvalidArgument(f"unknown field(s): {', '.join(sorted(unknown))}", {"fields": sorted(unknown)})
-    checks: dict[str, tuple[type | tuple[type, ...], str]] = {
-        "name": (str, "a string"),
-        "description": (str, "a string"),
-        "instructions": (str, "a string"),
-        "model": (str, "a string like 'scripted' or 'provider:model'"),
-        "model_settings": (dict, "an object"),
-        "tools": (list, "a list of tool names"),
-        "approval_tools": (list, "a list of tool names"),
-        "memory_enabled": (bool, "a boolean"),
-        "enabled": (bool, "a boolean"),
-        "max_parallel_threads": (int, "an integer from 1 to 64"),
-    }
-    for key, value in body.items():
-        if key in checks:
-            kind, what = checks[key]
-            if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
-                raise InvalidArgument(f"{key} must be {what}", {"field": key})
-    if "max_parallel_threads" in body and not 1 <= body["max_parallel_threads"] <= 64:
-        raise InvalidArgument(
-            "max_parallel_threads must be an integer from 1 to 64", {"field": "max_parallel_threads"}
-        )
-    for key in ("tools", "approval_tools"):
-        if key in body and not all(isinstance(t, str) for t in body[key]):
-            raise InvalidArgument(f"{key} must be a list of tool names", {"field": key})
-    model = body.get("model")
+def _check_bot(command: BotCreate | BotUpdate) -> None:
+    """What the command's types cannot say: the model's form and the script's rules."""
+    model = command.model
     if model is not None and model != "scripted" and ":" not in model:
         raise InvalidArgument("model must be 'scripted' or 'provider:model'", {"field": "model"})
-    settings = body.get("model_settings")
-    if isinstance(settings, dict) and "script" in settings:
+    settings = command.model_settings
+    if settings is not None and "script" in settings:
         problems = validate_script(settings["script"])
         if problems:
             raise InvalidArgument(
@@ -177,61 +137,60 @@ def _validate_bot_fields(body: dict[str, Any]) -> None:
             )
 
 
-async def create_bot(session: AsyncSession, body: dict[str, Any]) -> tuple[Actor, BotProfile]:
-    handle = _check_handle(body.get("handle"))
-    _validate_bot_fields(body)
+async def create_bot(session: AsyncSession, command: BotCreate) -> tuple[Actor, BotProfile]:
+    handle = _check_handle(command.handle)
+    _check_bot(command)
     await _check_unique(session, handle)
-    stamp = now()
+    stamp = now(session)
     actor = Actor(
         id=new_id("bot"),
         kind="bot",
         handle=handle,
-        name=str(body.get("name") or handle),
-        enabled=bool(body.get("enabled", True)),
+        name=command.name or handle,
+        enabled=command.enabled,
         deleted=False,
         created_at=stamp,
         updated_at=stamp,
     )
     profile = BotProfile(
         actor_id=actor.id,
-        description=body.get("description", ""),
-        instructions=body.get("instructions", ""),
-        model=body.get("model") or "scripted",
-        model_settings=body.get("model_settings") or {},
-        tools=list(body.get("tools") or []),
-        approval_tools=list(body.get("approval_tools") or []),
-        memory_enabled=bool(body.get("memory_enabled", True)),
-        max_parallel_threads=int(body.get("max_parallel_threads", 1)),
+        description=command.description,
+        instructions=command.instructions,
+        model=command.model or "scripted",
+        model_settings=command.model_settings,
+        tools=list(command.tools),
+        approval_tools=list(command.approval_tools),
+        memory_enabled=command.memory_enabled,
+        max_parallel_threads=command.max_parallel_threads,
         version=1,
     )
     session.add_all([actor, profile])
     await session.flush()
-    await append_event(session, "bot.updated", bot_view(actor, profile), None)
+    append_event(session, "bot.updated", dict(bot_view(actor, profile)), None)
     log_activity(session, "bot.created", f"bot @{handle} created", actor_id=actor.id, actor_handle=handle)
     return actor, profile
 
 
-async def update_bot(session: AsyncSession, handle: str, body: dict[str, Any]) -> tuple[Actor, BotProfile]:
+async def update_bot(session: AsyncSession, handle: str, command: BotUpdate) -> tuple[Actor, BotProfile]:
     actor, profile = await get_bot(session, handle)
-    if "handle" in body and body["handle"] != handle:
-        raise InvalidArgument("a bot's handle cannot change", {"field": "handle"})
-    _validate_bot_fields(body)
-    for key, value in body.items():
-        if key in ("name", "enabled"):
-            setattr(actor, key, value)
-        elif key != "handle":
-            setattr(profile, key, value)
+    _check_bot(command)
+    changes = command.model_dump(exclude_unset=True)
+    for key, value in changes.items():
+        if value is None:
+            raise InvalidArgument(f"{key} cannot be null", {"field": key})
+    for key, value in changes.items():
+        setattr(actor if key in ("name", "enabled") else profile, key, value)
     profile.version += 1
-    actor.updated_at = now()
+    actor.updated_at = now(session)
     await session.flush()
-    await append_event(session, "bot.updated", bot_view(actor, profile), None)
+    append_event(session, "bot.updated", dict(bot_view(actor, profile)), None)
     log_activity(
         session,
         "bot.updated",
         f"bot @{handle} updated",
         actor_id=actor.id,
         actor_handle=handle,
-        detail={"fields": sorted(body)},
+        detail={"fields": sorted(changes)},
     )
     return actor, profile
 
@@ -239,17 +198,15 @@ async def update_bot(session: AsyncSession, handle: str, body: dict[str, Any]) -
 async def delete_bot(session: AsyncSession, handle: str) -> None:
     actor, profile = await get_bot(session, handle)
     open_runs = await session.scalar(
-        select(func.count())
-        .select_from(Run)
-        .where(Run.bot_id == actor.id, Run.status.in_(ACTIVE_RUN_STATUSES))
+        select(func.count()).select_from(Run).where(Run.bot_id == actor.id, Run.status.in_(ACTIVE_RUNS))
     )
     if open_runs:
         raise Conflict(f"@{handle} has {open_runs} open run(s); cancel them first", {"open_runs": open_runs})
     actor.deleted = True
     actor.enabled = False
     actor.handle = "~" + actor.id[-31:]  # frees the handle; the row stays for history
-    actor.updated_at = now()
-    await append_event(
+    actor.updated_at = now(session)
+    append_event(
         session, "bot.updated", {**bot_view(actor, profile), "handle": handle, "deleted": True}, None
     )
     log_activity(session, "bot.deleted", f"bot @{handle} deleted", actor_id=actor.id, actor_handle=handle)

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from openbot.core.errors import InvalidArgument, NotFound
 from openbot.core.ids import new_id
+from openbot.core.scheduling import ItemKind
+from openbot.core.states import ItemStatus
+from openbot.runtime.commands import ThreadCreate
 from openbot.runtime.team import get_actor
-from openbot.store.journal import append_event, log_activity, now
+from openbot.runtime.views import MessageView, ThreadView, message_view, thread_view
+from openbot.store.db import now
+from openbot.store.journal import append_event, log_activity
 from openbot.store.models import Actor, InboxItem, Message, Thread, ThreadParticipant
-from openbot.store.views import message_view, thread_view
 
 
 async def get_thread(session: AsyncSession, thread_id: str) -> Thread:
@@ -33,13 +35,11 @@ async def participants(session: AsyncSession, thread_id: str) -> list[Actor]:
     )
 
 
-async def view(session: AsyncSession, thread: Thread, *, actor: Actor | None = None) -> dict[str, Any]:
+async def view(session: AsyncSession, thread: Thread, *, actor: Actor | None = None) -> ThreadView:
     return (await views(session, [thread], actor=actor))[0]
 
 
-async def views(
-    session: AsyncSession, rows: list[Thread], *, actor: Actor | None = None
-) -> list[dict[str, Any]]:
+async def views(session: AsyncSession, rows: list[Thread], *, actor: Actor | None = None) -> list[ThreadView]:
     """Thread views for many threads in three queries (participants, default bots, unread counts)."""
     ids = [t.id for t in rows]
     members: dict[str, list[Actor]] = {i: [] for i in ids}
@@ -60,7 +60,11 @@ async def views(
     if actor is not None:
         for thread_id, kind, count in await session.execute(
             select(InboxItem.thread_id, InboxItem.kind, func.count())
-            .where(InboxItem.actor_id == actor.id, InboxItem.thread_id.in_(ids), InboxItem.status == "queued")
+            .where(
+                InboxItem.actor_id == actor.id,
+                InboxItem.thread_id.in_(ids),
+                InboxItem.status == ItemStatus.QUEUED,
+            )
             .group_by(InboxItem.thread_id, InboxItem.kind)
         ):
             counts[(thread_id, kind)] = int(count)
@@ -68,29 +72,17 @@ async def views(
     for thread in rows:
         item = thread_view(thread, members[thread.id], bots.get(thread.default_bot_id or ""))
         if actor is not None:
-            item["unread"] = counts.get((thread.id, "message"), 0)
-            item["needs_action"] = counts.get((thread.id, "question"), 0)
+            item["unread"] = counts.get((thread.id, ItemKind.MESSAGE), 0)
+            item["needs_action"] = counts.get((thread.id, ItemKind.QUESTION), 0)
         out.append(item)
     return out
 
 
-async def create_thread(session: AsyncSession, body: dict[str, Any]) -> Thread:
-    title = body.get("title") or ""
-    kind = body.get("kind") or "task"
-    if not isinstance(title, str) or len(title) > 500:
-        raise InvalidArgument("title must be a string of at most 500 characters", {"field": "title"})
-    if kind not in ("task", "channel"):
-        raise InvalidArgument("kind must be 'task' or 'channel'", {"field": "kind"})
-    handles = body.get("participants") or []
-    if not isinstance(handles, list) or not all(isinstance(h, str) for h in handles):
-        raise InvalidArgument("participants must be a list of handles", {"field": "participants"})
-    workdir = body.get("working_directory")
-    if workdir is not None and not isinstance(workdir, str):
-        raise InvalidArgument("working_directory must be a string", {"field": "working_directory"})
-    members = [await _actor(session, h, "participants") for h in dict.fromkeys(handles)]
+async def create_thread(session: AsyncSession, command: ThreadCreate) -> Thread:
+    members = [await _actor(session, h, "participants") for h in dict.fromkeys(command.participants)]
     default = None
-    if body.get("default_bot") is not None:
-        default = await _actor(session, body["default_bot"], "default_bot")
+    if command.default_bot is not None:
+        default = await _actor(session, command.default_bot, "default_bot")
         if default.kind != "bot":
             raise InvalidArgument(f"@{default.handle} is not a bot", {"field": "default_bot"})
     you = await session.scalar(select(Actor).where(Actor.handle == "you", Actor.deleted.is_(False)))
@@ -98,13 +90,13 @@ async def create_thread(session: AsyncSession, body: dict[str, Any]) -> Thread:
         members.insert(0, you)  # the operator is in every thread they can see
     if default is not None and default not in members:
         members.append(default)
-    stamp = now()
+    stamp = now(session)
     thread = Thread(
         id=new_id("thr"),
-        title=title,
-        kind=kind,
+        title=command.title or "",
+        kind=command.kind,
         default_bot_id=default.id if default else None,
-        working_directory=workdir,
+        working_directory=command.working_directory,
         hop_limit_notified=False,
         created_at=stamp,
         last_message_at=None,
@@ -114,14 +106,14 @@ async def create_thread(session: AsyncSession, body: dict[str, Any]) -> Thread:
     for member in members:
         session.add(ThreadParticipant(thread_id=thread.id, actor_id=member.id, joined_at=stamp))
     await session.flush()
-    await append_event(session, "thread.updated", await view(session, thread), thread.id)
-    log_activity(session, "thread.created", f"thread {title or thread.id} created", thread_id=thread.id)
+    append_event(session, "thread.updated", dict(await view(session, thread)), thread.id)
+    log_activity(
+        session, "thread.created", f"thread {thread.title or thread.id} created", thread_id=thread.id
+    )
     return thread
 
 
-async def _actor(session: AsyncSession, handle: Any, field: str) -> Actor:
-    if not isinstance(handle, str):
-        raise InvalidArgument(f"{field} must name handles", {"field": field})
+async def _actor(session: AsyncSession, handle: str, field: str) -> Actor:
     try:
         return await get_actor(session, handle)
     except NotFound as exc:
@@ -133,7 +125,7 @@ async def _actor(session: AsyncSession, handle: Any, field: str) -> Actor:
 async def delete_thread(session: AsyncSession, thread_id: str) -> None:
     thread = await get_thread(session, thread_id)
     await session.delete(thread)
-    await append_event(session, "thread.updated", {"id": thread_id, "deleted": True}, thread_id)
+    append_event(session, "thread.updated", {"id": thread_id, "deleted": True}, thread_id)
     log_activity(
         session, "thread.deleted", f"thread {thread.title or thread_id} deleted", thread_id=thread_id
     )
@@ -147,7 +139,7 @@ async def list_messages(
     limit: int,
     before: str | None = None,
     latest: bool = False,
-) -> list[dict[str, Any]]:
+) -> list[MessageView]:
     """Messages oldest first: after ``after``; or the ``limit`` newest (before ``before``, if given)."""
     await get_thread(session, thread_id)
     stmt = (
@@ -164,3 +156,19 @@ async def list_messages(
     else:
         rows = list((await session.execute(stmt.order_by(Message.id).limit(limit))).all())
     return [message_view(m, a) for m, a in rows]
+
+
+async def list_threads(
+    session: AsyncSession, *, q: str | None, limit: int, actor: Actor | None
+) -> list[ThreadView]:
+    """Threads, most recently active first (title search with ``q``)."""
+    stmt = select(Thread)
+    if q:
+        stmt = stmt.where(Thread.title.ilike(f"%{q}%"))
+    newest = (Thread.last_message_at.desc().nulls_last(), Thread.created_at.desc(), Thread.id.desc())
+    stmt = stmt.order_by(*newest).limit(limit)
+    return await views(session, list(await session.scalars(stmt)), actor=actor)
+
+
+async def find_actor(session: AsyncSession, handle: str) -> Actor | None:
+    return await session.scalar(select(Actor).where(Actor.handle == handle, Actor.deleted.is_(False)))

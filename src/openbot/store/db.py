@@ -1,9 +1,14 @@
-"""Engines and sessions for SQLite (embedded default) and PostgreSQL behind one interface."""
+"""Engines and sessions for SQLite (embedded default) and PostgreSQL behind one interface.
+
+A session knows its :class:`Database` (``session.info``), and through it the clock and the
+dialect: a transaction reads the time with :func:`now` and locks through :func:`dialect`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +16,12 @@ from sqlalchemy import event, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.orm import Session
 
-AFTER_COMMIT = "openbot_after_commit"
-THREADS_LOCKED = "openbot_threads_locked"  # threads whose row this transaction has locked
+from openbot.core.clock import Clock, SystemClock
+from openbot.store.dialect import Dialect, dialect_for
+
+_AFTER_COMMIT = "openbot_after_commit"
+_WOKEN = "openbot_woken"  # bots that got mail in this transaction
+_TRANSIENT = ("openbot_journal_rows", "openbot_activity_rows", "openbot_threads_locked", _WOKEN)
 
 
 def normalise_url(url: str) -> str:
@@ -33,45 +42,42 @@ def sync_url(url: str) -> str:
 
 
 class Database:
-    """One engine, one session factory, and the after-commit hooks that wake the runtime."""
+    """One writer engine, one reader engine, the clock, and the after-commit hooks."""
 
-    def __init__(self, url: str, *, echo: bool = False) -> None:
+    def __init__(self, url: str, *, clock: Clock | None = None, echo: bool = False) -> None:
         self.url = normalise_url(url)
-        self.is_sqlite = self.url.startswith("sqlite")
-        kwargs: dict[str, Any] = {"echo": echo}
-        if self.is_sqlite:
-            path = make_url(self.url).database
-            if path and path != ":memory:":
-                Path(path).parent.mkdir(parents=True, exist_ok=True)
-            kwargs["connect_args"] = {"timeout": 30}
-        else:
-            kwargs.update(pool_size=10, max_overflow=20, pool_pre_ping=True)
-        self.engine: AsyncEngine = create_async_engine(self.url, **kwargs)
+        self.clock: Clock = clock or SystemClock()
+        self.dialect: Dialect = dialect_for(self.url)
+        path = make_url(self.url).database if self.dialect.name == "sqlite" else None
+        if path and path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        options = {"echo": echo, **self.dialect.engine_options()}
+        self.engine: AsyncEngine = create_async_engine(self.url, **options)
+        self.dialect.configure(self.engine, writer=True)
         self.read_engine: AsyncEngine = self.engine
-        if self.is_sqlite:
-            _configure_sqlite(self.engine, immediate=True)
-            # Reads get their own pool and plain (deferred) transactions: under WAL they never
-            # wait for, nor block, the single writer.
-            self.read_engine = create_async_engine(self.url, **kwargs)
-            _configure_sqlite(self.read_engine, immediate=False)
-        self.sessions = async_sessionmaker(self.engine, expire_on_commit=False, info={"database": self})
-        self.read_sessions = async_sessionmaker(
-            self.read_engine, expire_on_commit=False, info={"database": self}
-        )
+        if not self.dialect.shared:
+            # SQLite reads get their own pool and plain (deferred) transactions: under WAL they
+            # never wait for, nor block, the single writer.
+            self.read_engine = create_async_engine(self.url, **options)
+            self.dialect.configure(self.read_engine, writer=False)
+        info = {"database": self}
+        self.sessions = async_sessionmaker(self.engine, expire_on_commit=False, info=info)
+        self.read_sessions = async_sessionmaker(self.read_engine, expire_on_commit=False, info=info)
         self.journal_listeners: list[Callable[[dict[str | None, int]], None]] = []
         self.activity_listeners: list[Callable[[list[Any]], None]] = []
+        self.mail_listeners: list[Callable[[list[str]], None]] = []
 
-    def activity_committed(self, rows: list[Any]) -> None:
-        for listener in self.activity_listeners:
-            listener(rows)
+    @property
+    def backend(self) -> str:
+        return self.dialect.name
 
     def journal_committed(self, heads: dict[str | None, int]) -> None:
         for listener in self.journal_listeners:
             listener(heads)
 
-    @property
-    def backend(self) -> str:
-        return "sqlite" if self.is_sqlite else "postgresql"
+    def activity_committed(self, rows: list[Any]) -> None:
+        for listener in self.activity_listeners:
+            listener(rows)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncSession]:
@@ -91,41 +97,53 @@ class Database:
             await self.read_engine.dispose()
 
 
+def database_of(session: AsyncSession | Session) -> Database:
+    sync = session.sync_session if isinstance(session, AsyncSession) else session
+    database: Database = sync.info["database"]
+    return database
+
+
+def now(session: AsyncSession) -> datetime:
+    """The time on the transaction's clock."""
+    return database_of(session).clock.now()
+
+
+def dialect(session: AsyncSession) -> Dialect:
+    return database_of(session).dialect
+
+
 def after_commit(session: AsyncSession, callback: Callable[[], None]) -> None:
     """Run ``callback`` once the session's transaction has committed (never on rollback)."""
-    session.sync_session.info.setdefault(AFTER_COMMIT, []).append(callback)
+    session.sync_session.info.setdefault(_AFTER_COMMIT, []).append(callback)
+
+
+def wake_after_commit(session: AsyncSession, bot_ids: Iterable[str]) -> None:
+    """Tell the mail listeners, once the transaction commits, that these bots have new mail."""
+    info = session.sync_session.info
+    woken: list[str] | None = info.get(_WOKEN)
+    if woken is None:
+        woken = info[_WOKEN] = []
+        database = database_of(session)
+
+        def _notify() -> None:
+            ids = list(dict.fromkeys(info.pop(_WOKEN, [])))
+            for listener in database.mail_listeners:
+                listener(ids)
+
+        after_commit(session, _notify)
+    woken.extend(bot_ids)
 
 
 @event.listens_for(Session, "after_commit")
 def _run_after_commit(session: Session) -> None:
-    session.info.pop(THREADS_LOCKED, None)
-    for callback in session.info.pop(AFTER_COMMIT, []):
+    for callback in session.info.pop(_AFTER_COMMIT, []):
         callback()
-    session.info.pop("openbot_journal_threads", None)
-    session.info.pop("openbot_activity_rows", None)
+    for key in _TRANSIENT:
+        session.info.pop(key, None)
 
 
 @event.listens_for(Session, "after_rollback")
 def _drop_after_commit(session: Session) -> None:
-    session.info.pop("openbot_journal_threads", None)
-    session.info.pop("openbot_activity_rows", None)
-    session.info.pop(THREADS_LOCKED, None)
-    session.info.pop(AFTER_COMMIT, None)
-
-
-def _configure_sqlite(engine: AsyncEngine, *, immediate: bool) -> None:
-    @event.listens_for(engine.sync_engine, "connect")
-    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-        # Take control of transactions so every write transaction starts IMMEDIATE: SQLite then
-        # serialises writers at BEGIN instead of failing one of them at its first write.
-        dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute("PRAGMA busy_timeout=30000")
-        cursor.close()
-
-    @event.listens_for(engine.sync_engine, "begin")
-    def _on_begin(conn: Any) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+    session.info.pop(_AFTER_COMMIT, None)
+    for key in _TRANSIENT:
+        session.info.pop(key, None)

@@ -1,99 +1,52 @@
 """The event journal and the activity log, both written inside the caller's transaction.
 
-Journal ids are the SSE ids. On PostgreSQL a transaction-scoped advisory lock makes ids commit in
-order, so a reader tailing ``id > last`` never skips a row that commits late.
+Journal ids are the SSE ids. Rows are queued while the transaction runs and written at commit,
+activity first and journal last, through the dialect (on PostgreSQL under a transaction-scoped
+advisory lock, so ids commit in order and a reader tailing ``id > last`` never skips a row that
+commits late).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import UTC, datetime
+from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, select, text
+from sqlalchemy import delete, func, select
 from sqlalchemy import event as sa_event
-from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
-from openbot.store.db import after_commit
+from openbot.store.db import after_commit, database_of, now
 from openbot.store.models import ActivityLog, Event, Setting
 
-_JOURNAL_LOCK = 0x0B07
-_THREADS = "openbot_journal_threads"
+_JOURNAL = "openbot_journal_rows"
 _ACTIVITY = "openbot_activity_rows"
 
 
-def now() -> datetime:
-    return datetime.now(UTC)
-
-
-async def append_event(
-    session: AsyncSession, type_: str, data: dict[str, Any], thread_id: str | None
-) -> None:
+def append_event(session: AsyncSession, type_: str, data: Mapping[str, Any], thread_id: str | None) -> None:
     """Queue a journal row; it is written at commit, after every other write of the transaction."""
     info = session.sync_session.info
-    pending: list[Event] | None = info.get(_THREADS)
+    pending: list[Event] | None = info.get(_JOURNAL)
     if pending is None:
-        pending = info[_THREADS] = []
-        database = info.get("database")
-        if database is not None:
-            after_commit(session, lambda: database.journal_committed(_heads(info.pop(_THREADS, []))))
-    pending.append(Event(type=type_, thread_id=thread_id, data=data, created_at=now()))
+        pending = info[_JOURNAL] = []
+        database = database_of(session)
+        after_commit(session, lambda: database.journal_committed(_heads(info.pop(_JOURNAL, []))))
+    pending.append(Event(type=type_, thread_id=thread_id, data=dict(data), created_at=now(session)))
 
 
 @sa_event.listens_for(Session, "before_commit")
 def _write_journal(session: Session) -> None:
-    """Write the queued activity rows, then the journal rows last, under the journal lock on PostgreSQL.
-
-    Taking the lock last means a transaction holding it waits for nothing but its own commit, so
-    it can never be part of a lock cycle; holding it through commit makes ids visible in order.
-    Both are plain appends, written in as few statements as the backend allows.
-    """
-    activity: list[ActivityLog] | None = session.info.get(_ACTIVITY)
-    pending: list[Event] | None = session.info.get(_THREADS)
-    unwritten = [row for row in activity or () if row.id is None]
-    if not pending and not unwritten:
+    """Write the queued activity rows, then the journal rows last (see the module docstring)."""
+    if "database" not in session.info:
         return
-    bind = session.get_bind()
-    postgresql = bind.dialect.name == "postgresql"
-    if unwritten:
-        _append_rows(session, unwritten, postgresql)  # no foreign keys, no locks
-    if not pending:
-        return
-    if postgresql:
-        session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _JOURNAL_LOCK})
-    _append_rows(session, pending, postgresql)
-
-
-_CHUNK = 500  # rows per INSERT, well under SQLite's limit on bound parameters
-
-
-def _append_rows(session: Session, rows: Sequence[Event] | Sequence[ActivityLog], postgresql: bool) -> None:
-    """Insert new rows of an autoincrement table and set their ids, in insertion order.
-
-    PostgreSQL: the ORM already batches these (insertmanyvalues). SQLite: the ORM inserts them one
-    statement each (it cannot match RETURNING rows to objects), so insert each chunk as one
-    multi-row VALUES. SQLite assigns a new rowid larger than any before it, row by row in VALUES
-    order, and the writer holds the database lock: the returned ids, sorted, belong to the rows
-    in order.
-    """
-    if postgresql:
-        session.add_all(rows)
-        session.flush()
-        return
-    session.flush()  # every other write of the transaction first, as before
-    mapper = sa_inspect(type(rows[0]))
-    table = mapper.local_table
-    key = mapper.primary_key[0]
-    fields = [(prop.key, prop.columns[0].key) for prop in mapper.column_attrs if prop.columns[0] is not key]
-    for start in range(0, len(rows), _CHUNK):
-        chunk = rows[start : start + _CHUNK]
-        values = [{column: getattr(row, attr) for attr, column in fields} for row in chunk]
-        ids = sorted(session.execute(table.insert().values(values).returning(key)).scalars())
-        assert len(ids) == len(chunk)
-        for row, id_ in zip(chunk, ids, strict=True):
-            row.id = id_
+    activity: list[ActivityLog] = [row for row in session.info.get(_ACTIVITY) or () if row.id is None]
+    pending: list[Event] = session.info.get(_JOURNAL) or []
+    dialect = database_of(session).dialect
+    if activity:
+        dialect.append(session, activity, journal=False)
+    if pending:
+        dialect.append(session, pending, journal=True)
 
 
 def _heads(events: list[Event]) -> dict[str | None, int]:
@@ -118,6 +71,7 @@ def log_activity(
     message_id: str | None = None,
     detail: dict[str, Any] | None = None,
 ) -> None:
+    """Queue an activity row; written at commit with the journal (``_write_journal``)."""
     row = ActivityLog(
         event=event,
         level=level,
@@ -129,23 +83,36 @@ def log_activity(
         item_id=item_id,
         message_id=message_id,
         detail=detail or {},
-        created_at=now(),
+        created_at=now(session),
     )
-    # Not added to the session: queued and written at commit with the others (``_write_journal``).
     info = session.sync_session.info
     rows: list[ActivityLog] | None = info.get(_ACTIVITY)
     if rows is None:
         rows = info[_ACTIVITY] = []
-        database = info.get("database")
-        if database is not None:
-            after_commit(session, lambda: database.activity_committed(info.pop(_ACTIVITY, [])))
+        database = database_of(session)
+        after_commit(session, lambda: database.activity_committed(info.pop(_ACTIVITY, [])))
     rows.append(row)
+
+
+async def journal_head(session: AsyncSession) -> int:
+    return int(await session.scalar(select(func.coalesce(func.max(Event.id), 0))) or 0)
 
 
 async def journal_floor(session: AsyncSession) -> int:
     """Ids at or below this were pruned: replaying from before it needs a ``reset``."""
     row = await session.get(Setting, "journal_pruned_through")
     return int(row.value.get("id", 0)) if row else 0
+
+
+async def read_journal(
+    session: AsyncSession, thread_id: str | None, after: int, upto: int | None, limit: int
+) -> list[Event]:
+    stmt = select(Event).where(Event.id > after)
+    if upto is not None:
+        stmt = stmt.where(Event.id <= upto)
+    if thread_id:
+        stmt = stmt.where(Event.thread_id == thread_id)
+    return list(await session.scalars(stmt.order_by(Event.id).limit(limit)))
 
 
 async def prune_journal(session: AsyncSession, older_than: datetime) -> int:

@@ -22,9 +22,6 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
-ACTIVE_RUN_STATUSES = ("queued", "running", "waiting_human")
-TERMINAL_RUN_STATUSES = ("completed", "failed", "cancelled")
-
 
 class UTCDateTime(TypeDecorator[datetime]):
     """Timezone-aware UTC datetimes on both backends (SQLite stores them naive)."""
@@ -271,8 +268,6 @@ class Setting(Base):
 
 
 __all__ = [
-    "ACTIVE_RUN_STATUSES",
-    "TERMINAL_RUN_STATUSES",
     "ActivityLog",
     "Actor",
     "Base",

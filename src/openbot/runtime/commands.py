@@ -1,4 +1,4 @@
-"""Request bodies (named XCreate / XUpdate). Responses are the dicts of ``openbot.store.views``."""
+"""Typed commands: the validated request bodies the API hands the runtime (XCreate / XUpdate)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Build the chat model a run talks to, from a bot's ``model`` and ``model_settings``.
 
-- ``"scripted"`` is the offline, deterministic :class:`~openbot.runtime.scripted.ScriptedChatModel`
+- ``"scripted"`` is the offline, deterministic :class:`~openbot.runtime.runner.scripted.ScriptedChatModel`
   (``model_settings``: ``script``, ``delay_ms``).
 - Anything else is ``"provider:model"`` (``"anthropic:claude-sonnet-4-5"``, ``"openai:gpt-4.1"``,
   ``"ollama:llama3.1:8b"``), built by LangChain's ``init_chat_model``. API keys come from the
@@ -23,7 +23,7 @@ from langchain_core.language_models import BaseChatModel
 
 from openbot.core.errors import InvalidArgument, ModelAuthError
 from openbot.core.model_errors import classify_model_error
-from openbot.runtime.scripted import ScriptedChatModel, validate_script
+from openbot.runtime.runner.scripted import ScriptedChatModel, validate_script
 
 __all__ = [
     "FORBID_ENV",

@@ -1,23 +1,156 @@
-"""Rows to the JSON shapes of the HTTP contract (shared/API.md). Used by REST and the journal."""
+"""The JSON shapes of the HTTP contract, built from rows. REST responses and journal payloads
+use the same functions, so a client sees one shape whether it reads or listens."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
-from openbot.store.models import ActivityLog, Actor, BotProfile, InboxItem, Message, Run, RunEvent, Thread
+from openbot.store.models import (
+    ActivityLog,
+    Actor,
+    BotProfile,
+    ExternalProfile,
+    InboxItem,
+    Message,
+    Run,
+    RunEvent,
+    Thread,
+)
+
+
+class ActorRef(TypedDict):
+    handle: str
+    kind: str
+
+
+class ActorView(TypedDict):
+    id: str
+    handle: str
+    kind: str
+    name: str
+    enabled: bool
+    created_at: str | None
+    webhook_url: NotRequired[str | None]
+
+
+class BotState(TypedDict):
+    status: str  # idle | running | waiting_human
+    running_threads: list[str]
+    waiting_threads: list[str]
+    queue_depth: int
+
+
+class BotView(TypedDict):
+    id: str
+    handle: str
+    name: str
+    description: str
+    instructions: str
+    model: str
+    model_settings: dict[str, Any]
+    tools: list[str]
+    approval_tools: list[str]
+    memory_enabled: bool
+    enabled: bool
+    max_parallel_threads: int
+    created_at: str | None
+    state: NotRequired[BotState]
+    deleted: NotRequired[bool]
+
+
+class MessageView(TypedDict):
+    id: str
+    thread_id: str
+    sender: ActorRef | None
+    content: str
+    mentions: list[str]
+    hop: int
+    run_id: str | None
+    metadata: dict[str, Any]
+    created_at: str | None
+
+
+class ThreadView(TypedDict):
+    id: str
+    title: str
+    kind: str
+    default_bot: str | None
+    working_directory: str | None
+    participants: list[ActorRef]
+    created_at: str | None
+    last_message_at: str | None
+    unread: NotRequired[int]
+    needs_action: NotRequired[int]
+
+
+class Usage(TypedDict):
+    input_tokens: int
+    output_tokens: int
+    model_calls: int
+
+
+class RunView(TypedDict):
+    id: str
+    bot: str
+    thread_id: str
+    status: str
+    trigger_message_ids: list[str]
+    interrupt: dict[str, Any] | None
+    error: dict[str, Any] | None
+    usage: Usage
+    hop: int
+    created_at: str | None
+    started_at: str | None
+    finished_at: str | None
+
+
+class RunEventView(TypedDict):
+    run_id: str
+    thread_id: str
+    seq: int
+    type: str
+    payload: dict[str, Any]
+    created_at: str | None
+
+
+class RunDetail(RunView):
+    events: list[RunEventView]
+
+
+class ItemView(TypedDict):
+    id: str
+    kind: str
+    thread_id: str
+    message_id: str | None
+    run_id: str | None
+    status: str
+    attempts: int
+    created_at: str | None
+
+
+class ActivityView(TypedDict):
+    id: int | None
+    event: str
+    level: str
+    summary: str
+    thread_id: str | None
+    actor: str | None
+    run_id: str | None
+    created_at: str | None
+    detail: dict[str, Any]
 
 
 def iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 
 
-def actor_ref(actor: Actor | None) -> dict[str, str] | None:
+def actor_ref(actor: Actor | None) -> ActorRef | None:
     return {"handle": actor.handle, "kind": actor.kind} if actor else None
 
 
-def actor_view(actor: Actor, external: Any = None) -> dict[str, Any]:
-    view: dict[str, Any] = {
+def actor_view(actor: Actor, external: ExternalProfile | None = None) -> ActorView:
+    view: ActorView = {
         "id": actor.id,
         "handle": actor.handle,
         "kind": actor.kind,
@@ -30,7 +163,7 @@ def actor_view(actor: Actor, external: Any = None) -> dict[str, Any]:
     return view
 
 
-def bot_view(actor: Actor, profile: BotProfile) -> dict[str, Any]:
+def bot_view(actor: Actor, profile: BotProfile) -> BotView:
     return {
         "id": actor.id,
         "handle": actor.handle,
@@ -48,7 +181,7 @@ def bot_view(actor: Actor, profile: BotProfile) -> dict[str, Any]:
     }
 
 
-def message_view(message: Message, sender: Actor | None) -> dict[str, Any]:
+def message_view(message: Message, sender: Actor | None) -> MessageView:
     return {
         "id": message.id,
         "thread_id": message.thread_id,
@@ -62,7 +195,7 @@ def message_view(message: Message, sender: Actor | None) -> dict[str, Any]:
     }
 
 
-def thread_view(thread: Thread, participants: list[Actor], default_bot: Actor | None) -> dict[str, Any]:
+def thread_view(thread: Thread, participants: list[Actor], default_bot: Actor | None) -> ThreadView:
     return {
         "id": thread.id,
         "title": thread.title,
@@ -75,7 +208,7 @@ def thread_view(thread: Thread, participants: list[Actor], default_bot: Actor | 
     }
 
 
-def run_view(run: Run, bot_handle: str) -> dict[str, Any]:
+def run_view(run: Run, bot_handle: str) -> RunView:
     return {
         "id": run.id,
         "bot": bot_handle,
@@ -96,7 +229,7 @@ def run_view(run: Run, bot_handle: str) -> dict[str, Any]:
     }
 
 
-def run_event_view(event: RunEvent, thread_id: str) -> dict[str, Any]:
+def run_event_view(event: RunEvent, thread_id: str) -> RunEventView:
     return {
         "run_id": event.run_id,
         "thread_id": thread_id,
@@ -107,7 +240,7 @@ def run_event_view(event: RunEvent, thread_id: str) -> dict[str, Any]:
     }
 
 
-def item_view(item: InboxItem) -> dict[str, Any]:
+def item_view(item: InboxItem) -> ItemView:
     return {
         "id": item.id,
         "kind": item.kind,
@@ -120,7 +253,7 @@ def item_view(item: InboxItem) -> dict[str, Any]:
     }
 
 
-def activity_view(row: ActivityLog) -> dict[str, Any]:
+def activity_view(row: ActivityLog) -> ActivityView:
     return {
         "id": row.id,
         "event": row.event,

@@ -1,0 +1,118 @@
+"""Held hand-offs (invariant 8): a bot that hands off while it still has mail in the thread.
+
+The hand-off is recorded instead of delivered, and released — enqueued for its target — once
+the sender's queue in that thread is empty. A later real hand-off to the same target supersedes it.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from openbot.core.ids import new_id
+from openbot.core.scheduling import ItemKind
+from openbot.core.states import HoldStatus
+from openbot.runtime import notices
+from openbot.runtime.delivery.inbox import enqueue, queued_mail
+from openbot.store.db import now
+from openbot.store.journal import log_activity
+from openbot.store.models import Actor, HeldHandoff, Message
+
+
+async def supersede(session: AsyncSession, thread_id: str, sender_id: str, target_id: str) -> None:
+    """Only the latest hand-off of a target by this sender in this thread counts."""
+    await session.execute(
+        update(HeldHandoff)
+        .where(
+            HeldHandoff.thread_id == thread_id,
+            HeldHandoff.sender_id == sender_id,
+            HeldHandoff.target_id == target_id,
+            HeldHandoff.status == HoldStatus.PENDING,
+        )
+        .values(status=HoldStatus.SUPERSEDED)
+    )
+
+
+async def hold(
+    session: AsyncSession, sender: Actor, targets: list[Actor], message: Message
+) -> notices.Notice:
+    """Record the held hand-offs of ``message``; returns the notice to post in the thread."""
+    for target in targets:
+        await supersede(session, message.thread_id, sender.id, target.id)
+        session.add(
+            HeldHandoff(
+                id=new_id("hold"),
+                thread_id=message.thread_id,
+                sender_id=sender.id,
+                target_id=target.id,
+                message_id=message.id,
+                status=HoldStatus.PENDING,
+                created_at=now(session),
+            )
+        )
+    handles = [t.handle for t in targets]
+    log_activity(
+        session,
+        "message.handoff_held",
+        f"@{sender.handle} still has mail in this thread: hand-off to {notices.handles(handles)} held",
+        thread_id=message.thread_id,
+        actor_id=sender.id,
+        actor_handle=sender.handle,
+        message_id=message.id,
+        detail={"targets": handles},
+    )
+    return notices.handoff_held(sender.handle, handles, message.id, message.hop)
+
+
+async def release_holds(session: AsyncSession, bot: Actor, thread_id: str) -> list[str]:
+    """Deliver the sender's pending holds in a thread once its queue there is empty.
+
+    Returns the ids of the bots woken. Called after every run of ``bot`` settles and at recovery.
+    """
+    holds = list(
+        await session.scalars(
+            select(HeldHandoff).where(
+                HeldHandoff.thread_id == thread_id,
+                HeldHandoff.sender_id == bot.id,
+                HeldHandoff.status == HoldStatus.PENDING,
+            )
+        )
+    )
+    if not holds or await queued_mail(session, bot.id, thread_id):
+        return []
+    woken: list[str] = []
+    for held in holds:
+        target = await session.get(Actor, held.target_id)
+        held.status = HoldStatus.RELEASED
+        if target is None or target.deleted or not target.enabled:
+            continue
+        item = await enqueue(session, target, thread_id, kind=ItemKind.MESSAGE, message_id=held.message_id)
+        woken.append(target.id)
+        log_activity(
+            session,
+            "inbox.hold_released",
+            f"held hand-off from @{bot.handle} delivered to @{target.handle}",
+            thread_id=thread_id,
+            actor_id=target.id,
+            actor_handle=target.handle,
+            item_id=item.id,
+            message_id=held.message_id,
+        )
+    return woken
+
+
+async def release_all(session: AsyncSession) -> list[str]:
+    """Recovery: release every pending hold whose sender has no mail left in its thread."""
+    pending = (
+        await session.execute(
+            select(HeldHandoff.sender_id, HeldHandoff.thread_id)
+            .distinct()
+            .where(HeldHandoff.status == HoldStatus.PENDING)
+        )
+    ).all()
+    woken: list[str] = []
+    for sender_id, thread_id in pending:
+        sender = await session.get(Actor, sender_id)
+        if sender is not None:
+            woken += await release_holds(session, sender, thread_id)
+    return woken

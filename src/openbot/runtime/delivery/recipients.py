@@ -1,0 +1,66 @@
+"""The reads routing a post needs, in one statement (DESIGN §5)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, cast
+
+from sqlalchemy import and_, or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from openbot.core.routing import ActorKind, ActorRef
+from openbot.runtime.delivery.inbox import queued_mail_count
+from openbot.store.models import Actor, Thread, ThreadParticipant
+
+
+@dataclass(frozen=True)
+class Recipients:
+    actors: dict[str, Actor]  # live actors a plan can name, by handle
+    participant_ids: list[str]  # every participant (deleted ones too), in joining order
+    sender_mail: int | None  # the bot sender's queued mail in the thread (None: not asked)
+
+    def participants(self) -> tuple[str, ...]:
+        by_id = {a.id: a for a in self.actors.values()}
+        return tuple(by_id[i].handle for i in self.participant_ids if i in by_id)
+
+    def refs(self) -> dict[str, ActorRef]:
+        return {h: ref(a) for h, a in self.actors.items()}
+
+    def handle_of(self, actor_id: str | None) -> str | None:
+        return next((a.handle for a in self.actors.values() if a.id == actor_id), None)
+
+
+def ref(actor: Actor) -> ActorRef:
+    return ActorRef(handle=actor.handle, kind=ActorKind(actor.kind), enabled=actor.enabled)
+
+
+async def load_recipients(
+    session: AsyncSession, thread: Thread, handles: Iterable[str], *, mail_of: str | None = None
+) -> Recipients:
+    """The actors named by ``handles``, the thread's participants and default bot, and with
+    ``mail_of`` that actor's queued mail in the thread."""
+    tp = ThreadParticipant
+    named = list(dict.fromkeys(handles))
+    stmt = select(Actor, tp.actor_id)
+    if mail_of is not None:
+        stmt = stmt.add_columns(queued_mail_count(mail_of, thread.id).scalar_subquery())
+    rows = (
+        await session.execute(
+            stmt.outerjoin(tp, (tp.actor_id == Actor.id) & (tp.thread_id == thread.id))
+            .where(
+                or_(
+                    tp.actor_id.is_not(None),
+                    and_(
+                        Actor.deleted.is_(False),
+                        or_(Actor.handle.in_(named), Actor.id == thread.default_bot_id),
+                    ),
+                )
+            )
+            .order_by(tp.joined_at, tp.actor_id)
+        )
+    ).all()
+    actors = {row[0].handle: row[0] for row in rows if not row[0].deleted}
+    participant_ids = [row[0].id for row in rows if row[1] is not None]
+    mail = int(cast(Any, rows[0])[2] or 0) if rows and mail_of is not None else None
+    return Recipients(actors, participant_ids, mail)

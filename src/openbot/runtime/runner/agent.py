@@ -1,0 +1,101 @@
+"""Assembling a bot's agent: LangChain ``create_agent`` with OpenBot's middleware (DESIGN §4).
+
+Compiled agents are cached per bot profile version; the run's own model and system prompt are
+swapped into every model call from the runtime context, so one compiled agent serves every run
+of a profile.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain.agents.middleware import (
+    AgentMiddleware,
+    ClearToolUsesEdit,
+    ContextEditingMiddleware,
+    HumanInTheLoopMiddleware,
+    InterruptOnConfig,
+    ModelCallLimitMiddleware,
+    ModelRequest,
+    ModelRetryMiddleware,
+)
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import SystemMessage
+from langchain_core.tools import BaseTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from openbot.config import Settings
+from openbot.core.model_errors import classify_model_error
+from openbot.runtime.tools.context import RunContext
+from openbot.store.models import Actor, BotProfile
+
+_CACHED_AGENTS = 256
+
+
+class AgentCache:
+    """Compiled agents by (bot, profile version, approval tools, model-call limit), least recent out."""
+
+    def __init__(
+        self, settings: Settings, tools: list[BaseTool], checkpointer: BaseCheckpointSaver[str]
+    ) -> None:
+        self.settings = settings
+        self.tools = tools
+        self.tool_names = {t.name for t in tools}
+        self.checkpointer = checkpointer
+        self._agents: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+
+    def agent_for(self, bot: Actor, profile: BotProfile, model: BaseChatModel) -> Any:
+        settings = dict(profile.model_settings or {})
+        limit = int(settings.get("max_model_calls", self.settings.max_model_calls))
+        approvals = tuple(name for name in (profile.approval_tools or []) if name in self.tool_names)
+        key = (bot.id, profile.version, approvals, limit)
+        agent = self._agents.get(key)
+        if agent is not None:
+            self._agents.move_to_end(key)
+            return agent
+        agent = create_agent(
+            model,
+            self.tools,
+            middleware=self._middleware(limit, approvals),
+            context_schema=RunContext,
+            checkpointer=self.checkpointer,
+        )
+        self._agents[key] = agent
+        while len(self._agents) > _CACHED_AGENTS:
+            self._agents.popitem(last=False)
+        return agent
+
+    def _middleware(self, limit: int, approvals: tuple[str, ...]) -> list[Any]:
+        middleware: list[Any] = [
+            _RunScoped(),
+            ModelCallLimitMiddleware(run_limit=limit, exit_behavior="end"),
+            ContextEditingMiddleware(edits=[ClearToolUsesEdit(trigger=self.settings.context_trigger_tokens)]),
+            ModelRetryMiddleware(
+                max_retries=2, retry_on=_retryable, on_failure="error", initial_delay=1.0, max_delay=20.0
+            ),
+        ]
+        if approvals:
+            allowed: InterruptOnConfig = {"allowed_decisions": ["approve", "edit", "reject"]}
+            middleware.insert(1, HumanInTheLoopMiddleware(interrupt_on={name: allowed for name in approvals}))
+        return middleware
+
+
+class _RunScoped(AgentMiddleware[Any, RunContext]):
+    """Swap the run's own model and system prompt into every model call of a cached agent."""
+
+    def wrap_model_call(self, request: ModelRequest[RunContext], handler: Callable[..., Any]) -> Any:
+        ctx = request.runtime.context
+        return handler(request.override(model=ctx.model, system_message=SystemMessage(ctx.system_prompt)))
+
+    async def awrap_model_call(self, request: ModelRequest[RunContext], handler: Callable[..., Any]) -> Any:
+        ctx = request.runtime.context
+        return await handler(
+            request.override(model=ctx.model, system_message=SystemMessage(ctx.system_prompt))
+        )
+
+
+def _retryable(exc: Exception) -> bool:
+    return classify_model_error(exc).retryable

@@ -1,0 +1,165 @@
+"""Claiming: turn a bot's next batch of mail into a running run, in one transaction (DESIGN §6).
+
+The caller holds a global run slot. The bot is locked first (a no-op on SQLite, whose writers
+are serialised already), so two processes claiming for one bot serialise here and the bot's
+ceiling holds across them (invariant 3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from openbot.core.ids import new_id
+from openbot.core.scheduling import Batch, ItemKind, QueuedItem, pick
+from openbot.core.states import ACTIVE_RUNS, IN_FLIGHT_RUNS, ItemStatus, RunStatus, check
+from openbot.runtime.runs.events import journal_run, move
+from openbot.store.db import dialect, now
+from openbot.store.journal import log_activity
+from openbot.store.models import Actor, BotProfile, InboxItem, Message, Run
+
+_MAX_SCAN = 1000  # queued items read per claim
+
+
+@dataclass(frozen=True)
+class Claim:
+    run_id: str
+    bot_id: str
+    bot_handle: str
+    thread_id: str
+    token: int
+    resume: bool
+    item_ids: tuple[str, ...]
+    trigger_ids: tuple[str, ...]
+    hop: int
+    at_ceiling: bool = False  # this claim filled the bot's last free thread
+
+
+async def claim_next(session: AsyncSession, bot_id: str, owner: str, lease_seconds: float) -> Claim | None:
+    """Pick the bot's next batch and turn it into a running run, or return None."""
+    await dialect(session).lock_bot(session, bot_id)
+    row = (
+        await session.execute(
+            select(Actor, BotProfile)
+            .join(BotProfile, BotProfile.actor_id == Actor.id)
+            .where(Actor.id == bot_id)
+        )
+    ).one_or_none()
+    if row is None or row[0].deleted or not row[0].enabled:
+        return None
+    bot, profile = row
+    ceiling = max(1, profile.max_parallel_threads)
+    active = (
+        await session.execute(
+            select(Run.thread_id, Run.status).where(Run.bot_id == bot.id, Run.status.in_(ACTIVE_RUNS))
+        )
+    ).all()
+    in_flight = frozenset(t for t, s in active if s in IN_FLIGHT_RUNS)
+    if len(in_flight) >= ceiling:
+        return None
+    parked = frozenset(t for t, s in active if s == RunStatus.WAITING_HUMAN)
+    items, hops = await _queued(session, bot.id)
+    batch = pick(
+        [QueuedItem(i.id, ItemKind(i.kind), i.thread_id, i.created_at.timestamp(), i.run_id) for i in items],
+        parked,
+        in_flight,
+    )
+    if batch is None:
+        return None
+    by_id = {i.id: i for i in items}
+    taken = [by_id[q.id] for q in batch.items]
+    run = await _start(session, bot, batch, taken, hops)
+    if run is None:
+        return None
+    stamp = now(session)
+    run.lease_owner = owner
+    run.lease_token += 1
+    run.lease_expires_at = stamp + timedelta(seconds=lease_seconds)
+    for item in taken:
+        item.status = check(ItemStatus, item.status, ItemStatus.PROCESSING)
+        item.attempts += 1
+        item.claimed_by_run = run.id
+        item.updated_at = stamp
+    await session.flush()
+    journal_run(session, run, bot.handle)
+    verb = "resumed" if batch.is_resume else "started"
+    log_activity(
+        session,
+        f"run.{verb}",
+        f"@{bot.handle} {verb} a run on {len(taken)} item(s)",
+        thread_id=run.thread_id,
+        actor_id=bot.id,
+        actor_handle=bot.handle,
+        run_id=run.id,
+        detail={"items": [i.id for i in taken], "triggers": run.trigger_message_ids},
+    )
+    return Claim(
+        run_id=run.id,
+        bot_id=bot.id,
+        bot_handle=bot.handle,
+        thread_id=run.thread_id,
+        token=run.lease_token,
+        resume=batch.is_resume,
+        item_ids=tuple(i.id for i in taken),
+        trigger_ids=tuple(run.trigger_message_ids),
+        hop=run.hop,
+        at_ceiling=len(in_flight) + 1 >= ceiling,
+    )
+
+
+async def _queued(session: AsyncSession, bot_id: str) -> tuple[list[InboxItem], dict[str, int | None]]:
+    """The bot's queued items, oldest first, each with its message's hop (None for run items)."""
+    loaded = (
+        await session.execute(
+            select(InboxItem, Message.hop)
+            .outerjoin(Message, Message.id == InboxItem.message_id)
+            .where(InboxItem.actor_id == bot_id, InboxItem.status == ItemStatus.QUEUED)
+            .order_by(InboxItem.id)
+            .limit(_MAX_SCAN)
+        )
+    ).all()
+    return [item for item, _hop in loaded], {item.id: hop for item, hop in loaded}
+
+
+async def _start(
+    session: AsyncSession, bot: Actor, batch: Batch, items: Sequence[InboxItem], hops: dict[str, int | None]
+) -> Run | None:
+    """The run for a batch: the paused run a resume item points at, or a new one."""
+    stamp = now(session)
+    if batch.is_resume:
+        run = await session.get(Run, items[0].run_id)
+        if run is None or run.status != RunStatus.WAITING_HUMAN:
+            items[0].status = check(ItemStatus, items[0].status, ItemStatus.CANCELLED)
+            items[0].updated_at = stamp
+            return None
+        move(run, RunStatus.RUNNING)
+        return run
+    run = _new_run(bot, batch, items, hops, stamp)
+    session.add(run)
+    return run
+
+
+def _new_run(
+    bot: Actor, batch: Batch, items: Sequence[InboxItem], hops: dict[str, int | None], stamp: datetime
+) -> Run:
+    """A new run is born running: the worker holds a slot for it already. Its hop is its triggers' highest."""
+    trigger_ids = [item.message_id for item in items if item.message_id]
+    found = [hop for item in items if item.message_id and (hop := hops.get(item.id)) is not None]
+    return Run(
+        id=new_id("run"),
+        bot_id=bot.id,
+        thread_id=batch.thread_id,
+        status=RunStatus.RUNNING,
+        trigger_message_ids=trigger_ids,
+        hop=max(found, default=0),
+        input_tokens=0,
+        output_tokens=0,
+        model_calls=0,
+        lease_token=0,
+        created_at=stamp,
+        started_at=stamp,
+    )

@@ -1,0 +1,97 @@
+"""Ending a run from outside: cancelled by a human, or failed by a restart or a lease takeover.
+
+The lease token is bumped, so the worker that was running it (in this process or another) is
+fenced off; its mail is cancelled, failed or — after a crash — queued again; a notice says so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from openbot.core.errors import Conflict, NotFound
+from openbot.core.scheduling import ItemKind
+from openbot.core.states import ACTIVE_RUNS, ItemStatus, RunStatus, check
+from openbot.runtime import notices
+from openbot.runtime.delivery.post import Delivery
+from openbot.runtime.runs.events import add_run_event, journal_run, move
+from openbot.store.db import now, wake_after_commit
+from openbot.store.journal import log_activity
+from openbot.store.models import Actor, InboxItem, Run, Thread
+
+
+async def cancel(session: AsyncSession, run_id: str, delivery: Delivery, reason: str = "cancelled") -> Run:
+    run = await session.get(Run, run_id)
+    if run is None:
+        raise NotFound(f"run {run_id} not found", {"run_id": run_id})
+    if run.status not in ACTIVE_RUNS:
+        raise Conflict(f"run {run_id} is already {run.status}", {"status": run.status})
+    await end_run(session, run, RunStatus.CANCELLED, {"code": "cancelled", "message": reason}, delivery)
+    return run
+
+
+async def end_run(
+    session: AsyncSession,
+    run: Run,
+    status: RunStatus,
+    error: dict[str, Any],
+    delivery: Delivery,
+    *,
+    requeue_items: bool = False,
+    max_attempts: int = 3,
+) -> None:
+    """Cancel or fail a run that is not finishing by itself, and say so in the thread."""
+    bot = await session.get(Actor, run.bot_id)
+    thread = await session.get(Thread, run.thread_id)
+    if bot is None or thread is None:  # both cascade-delete the run: cannot happen
+        raise NotFound(f"run {run.id} has no bot or thread", {"run_id": run.id})
+    move(run, status)
+    run.error = error
+    run.finished_at = now(session)
+    run.lease_token += 1  # fence off whoever was running it
+    await add_run_event(session, run, "error", error)
+    requeued = await _release_items(session, run, status, requeue_items, max_attempts)
+    if requeued:
+        wake_after_commit(session, [bot.id])
+    journal_run(session, run, bot.handle)
+    cancelled = status == RunStatus.CANCELLED
+    notice = notices.run_ended(
+        bot.handle, run.id, run.hop, cancelled=cancelled, error=error, requeued=requeued
+    )
+    await delivery.notify(session, thread, notice)
+    log_activity(
+        session,
+        f"run.{status}",
+        notice.text,
+        level="warning",
+        thread_id=thread.id,
+        actor_id=bot.id,
+        actor_handle=bot.handle,
+        run_id=run.id,
+        detail={**error, "requeued": requeued},
+    )
+
+
+async def _release_items(
+    session: AsyncSession, run: Run, status: RunStatus, requeue: bool, max_attempts: int
+) -> int:
+    """Settle the items the run held (and its unanswered questions); returns how many were re-queued."""
+    items = await session.scalars(
+        select(InboxItem).where(
+            ((InboxItem.claimed_by_run == run.id) & (InboxItem.status == ItemStatus.PROCESSING))
+            | ((InboxItem.run_id == run.id) & (InboxItem.status == ItemStatus.QUEUED))
+        )
+    )
+    ended = ItemStatus.CANCELLED if status == RunStatus.CANCELLED else ItemStatus.FAILED
+    requeued = 0
+    for item in items:
+        if requeue and item.kind == ItemKind.MESSAGE and item.attempts < max_attempts:
+            item.status = check(ItemStatus, item.status, ItemStatus.QUEUED)
+            item.claimed_by_run = None
+            requeued += 1
+        else:
+            item.status = check(ItemStatus, item.status, ended)
+        item.updated_at = run.finished_at or now(session)
+    return requeued

@@ -1,0 +1,65 @@
+"""A run's own journal: its status changes and its numbered events, and the lease fence.
+
+Every write a worker makes to a running run goes through :func:`fenced`: the run is locked and
+checked against the worker's lease token, so a worker that lost its lease (the run was cancelled,
+or another process took it over) can never write to it again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import func, insert, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from openbot.core.errors import StaleLease
+from openbot.core.states import RunStatus, check
+from openbot.runtime.views import run_event_view, run_view
+from openbot.store.db import dialect, now
+from openbot.store.journal import append_event
+from openbot.store.models import Actor, Run, RunEvent, Thread
+
+
+def journal_run(session: AsyncSession, run: Run, bot_handle: str) -> None:
+    append_event(session, "run.updated", run_view(run, bot_handle), run.thread_id)
+
+
+def move(run: Run, target: RunStatus) -> None:
+    """Change a run's status, if its state machine allows it (core.states)."""
+    run.status = check(RunStatus, run.status, target)
+
+
+async def add_run_event(session: AsyncSession, run: Run, type_: str, payload: dict[str, Any]) -> RunEvent:
+    """Append the run's next event: the seq is computed inside the INSERT (one statement, not two)."""
+    stamp = now(session)
+    next_seq = (
+        select(func.coalesce(func.max(RunEvent.seq), 0) + 1)
+        .where(RunEvent.run_id == run.id)
+        .scalar_subquery()
+    )
+    seq = (
+        await session.execute(
+            insert(RunEvent)
+            .values(run_id=run.id, seq=next_seq, type=type_, payload=payload, created_at=stamp)
+            .returning(RunEvent.seq)
+        )
+    ).scalar_one()
+    # A detached copy of the row for the journal and the caller (the row itself is written).
+    event = RunEvent(run_id=run.id, seq=int(seq), type=type_, payload=payload, created_at=stamp)
+    append_event(session, "run.event", run_event_view(event, run.thread_id), run.thread_id)
+    return event
+
+
+async def fenced(session: AsyncSession, run_id: str, token: int) -> tuple[Run, Actor, Thread]:
+    """Lock the run (with its bot and thread) if this lease still owns it; raise StaleLease if not."""
+    stmt = (
+        select(Run, Actor, Thread)
+        .join(Actor, Actor.id == Run.bot_id)
+        .join(Thread, Thread.id == Run.thread_id)
+        .where(Run.id == run_id)
+    )
+    row = (await session.execute(dialect(session).for_update(stmt, of=Run))).one_or_none()
+    if row is None or row[0].status != RunStatus.RUNNING or row[0].lease_token != token:
+        raise StaleLease(f"run {run_id} moved on without this worker", {"run_id": run_id})
+    run, bot, thread = row
+    return run, bot, thread

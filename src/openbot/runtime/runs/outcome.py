@@ -1,0 +1,158 @@
+"""Finishing a run: write what the agent produced, fenced by the worker's lease (DESIGN §6).
+
+running → waiting_human (the question goes to every human participant's mailbox, the thread is
+parked for the bot), → failed (a notice says why), or → completed (the reply is posted, which may
+hand off). Held hand-offs of the bot are released once its queue in the thread is empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from openbot.core.scheduling import ItemKind
+from openbot.core.states import ItemStatus, RunStatus, check
+from openbot.runtime import notices
+from openbot.runtime.delivery.holds import release_holds
+from openbot.runtime.delivery.inbox import enqueue
+from openbot.runtime.delivery.post import Delivery
+from openbot.runtime.runs.claim import Claim
+from openbot.runtime.runs.events import add_run_event, fenced, journal_run, move
+from openbot.store.db import now
+from openbot.store.journal import log_activity
+from openbot.store.models import Actor, InboxItem, Run, Thread, ThreadParticipant
+
+
+@dataclass
+class Outcome:
+    """What a run produced; the runner fills it in and :func:`finish` writes it."""
+
+    reply: str | None = None
+    interrupt: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    model_calls: int = 0
+
+
+async def finish(session: AsyncSession, claim: Claim, outcome: Outcome, delivery: Delivery) -> list[str]:
+    """Write a run's outcome; returns the bot ids this woke (held hand-offs released)."""
+    run, bot, thread = await fenced(session, claim.run_id, claim.token)
+    run.input_tokens += outcome.input_tokens
+    run.output_tokens += outcome.output_tokens
+    run.model_calls += outcome.model_calls
+    if outcome.interrupt is not None:
+        await _pause(session, run, bot, thread, claim.item_ids, outcome.interrupt)
+        return []
+    if outcome.error is not None:
+        await _fail(session, run, bot, thread, claim.item_ids, outcome.error, delivery)
+    else:
+        await _complete(session, run, bot, thread, claim.item_ids, outcome.reply, delivery)
+    return await release_holds(session, bot, thread.id)
+
+
+async def _pause(
+    session: AsyncSession,
+    run: Run,
+    bot: Actor,
+    thread: Thread,
+    items: Sequence[str],
+    interrupt: dict[str, Any],
+) -> None:
+    move(run, RunStatus.WAITING_HUMAN)
+    run.interrupt = interrupt
+    await add_run_event(session, run, "interrupt", interrupt)
+    await settle(session, items, ItemStatus.DONE, now(session))
+    await _ask_humans(session, run, thread)
+    journal_run(session, run, bot.handle)
+    log_activity(
+        session,
+        "run.waiting_human",
+        f"@{bot.handle} is waiting for a human",
+        thread_id=thread.id,
+        actor_id=bot.id,
+        actor_handle=bot.handle,
+        run_id=run.id,
+        detail=interrupt,
+    )
+
+
+async def _fail(
+    session: AsyncSession,
+    run: Run,
+    bot: Actor,
+    thread: Thread,
+    items: Sequence[str],
+    error: dict[str, Any],
+    delivery: Delivery,
+) -> None:
+    move(run, RunStatus.FAILED)
+    run.error = error
+    run.finished_at = now(session)
+    await add_run_event(session, run, "error", error)
+    await settle(session, items, ItemStatus.FAILED, run.finished_at)
+    journal_run(session, run, bot.handle)
+    await delivery.notify(session, thread, notices.run_failed(bot.handle, run.id, run.hop, error))
+    log_activity(
+        session,
+        "run.failed",
+        f"@{bot.handle}'s run failed: {error.get('message')}",
+        level="error",
+        thread_id=thread.id,
+        actor_id=bot.id,
+        actor_handle=bot.handle,
+        run_id=run.id,
+        detail=error,
+    )
+
+
+async def _complete(
+    session: AsyncSession,
+    run: Run,
+    bot: Actor,
+    thread: Thread,
+    items: Sequence[str],
+    reply: str | None,
+    delivery: Delivery,
+) -> None:
+    move(run, RunStatus.COMPLETED)
+    run.finished_at = now(session)
+    await settle(session, items, ItemStatus.DONE, run.finished_at)
+    if reply:
+        result = await delivery.post(session, thread, reply, sender=bot, hop=run.hop + 1, run_id=run.id)
+        await add_run_event(session, run, "message", {"message_id": result.message.id})
+    journal_run(session, run, bot.handle)
+    log_activity(
+        session,
+        "run.completed",
+        f"@{bot.handle} completed a run",
+        thread_id=thread.id,
+        actor_id=bot.id,
+        actor_handle=bot.handle,
+        run_id=run.id,
+    )
+
+
+async def settle(session: AsyncSession, item_ids: Sequence[str], status: ItemStatus, stamp: datetime) -> None:
+    """Settle the claim's items that are still processing, in one UPDATE."""
+    await session.execute(
+        update(InboxItem)
+        .where(InboxItem.id.in_(item_ids), InboxItem.status == ItemStatus.PROCESSING)
+        .values(status=check(ItemStatus, ItemStatus.PROCESSING, status), updated_at=stamp)
+    )
+
+
+async def _ask_humans(session: AsyncSession, run: Run, thread: Thread) -> None:
+    """A question item for every human and external participant of the thread."""
+    humans = await session.scalars(
+        select(Actor)
+        .join(ThreadParticipant, ThreadParticipant.actor_id == Actor.id)
+        .where(ThreadParticipant.thread_id == thread.id, Actor.kind != "bot", Actor.deleted.is_(False))
+    )
+    for human in humans:
+        await enqueue(session, human, thread.id, kind=ItemKind.QUESTION, run_id=run.id)

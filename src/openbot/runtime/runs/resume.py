@@ -1,0 +1,110 @@
+"""Answering a paused run: validate the human's answer against what the run asked (DESIGN §6).
+
+A question takes ``{"answer"}``; an approval takes one decision per action (approve | edit with
+``args`` | reject with an optional ``message``). The answer is stored as the run's ``resumed``
+event (items carry no content, invariant 2) and a ``resume`` item wakes the bot.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from openbot.core.errors import Conflict, InvalidArgument, NotFound
+from openbot.core.scheduling import ItemKind
+from openbot.core.states import OPEN_ITEMS, ItemStatus, RunStatus, check
+from openbot.runtime.commands import ResumeBody
+from openbot.runtime.delivery.inbox import enqueue
+from openbot.runtime.runs.events import add_run_event
+from openbot.store.db import now
+from openbot.store.journal import log_activity
+from openbot.store.models import Actor, InboxItem, Run, RunEvent
+
+
+def resume_value(interrupt: dict[str, Any], body: ResumeBody) -> Any:
+    """The value LangGraph resumes with, or InvalidArgument if the body does not fit the interrupt."""
+    if interrupt.get("kind") == "question":
+        if body.answer is None or not body.answer.strip() or body.decisions is not None:
+            raise InvalidArgument('this run asked a question: resume with {"answer": "..."}')
+        return body.answer
+    actions = interrupt.get("actions") or []
+    decisions = body.decisions
+    if body.answer is not None or decisions is None or len(decisions) != len(actions):
+        raise InvalidArgument(
+            f"this run waits for approval of {len(actions)} action(s): resume with one decision per action",
+            {"expected_decisions": len(actions)},
+        )
+    return {
+        "decisions": [_decision(i, d, a) for i, (d, a) in enumerate(zip(decisions, actions, strict=True))]
+    }
+
+
+def _decision(index: int, decision: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
+    kind = decision.get("type")
+    if kind == "approve":
+        return {"type": "approve"}
+    if kind == "edit":
+        args = decision.get("args")
+        if not isinstance(args, dict):
+            raise InvalidArgument(f"decision {index}: edit needs an 'args' object", {"index": index})
+        return {"type": "edit", "edited_action": {"name": action["name"], "args": args}}
+    if kind == "reject":
+        message = decision.get("message")
+        if message is not None and not isinstance(message, str):
+            raise InvalidArgument(f"decision {index}: reject 'message' must be a string", {"index": index})
+        return {"type": "reject", "message": message} if message else {"type": "reject"}
+    raise InvalidArgument(f"decision {index}: type must be approve, edit or reject", {"index": index})
+
+
+async def request_resume(session: AsyncSession, run_id: str, body: ResumeBody) -> tuple[Run, Actor]:
+    run = await session.get(Run, run_id)
+    if run is None:
+        raise NotFound(f"run {run_id} not found", {"run_id": run_id})
+    if run.status != RunStatus.WAITING_HUMAN or run.interrupt is None:
+        raise Conflict(f"run {run_id} is {run.status}, not waiting_human", {"status": run.status})
+    value = resume_value(run.interrupt, body)
+    bot = await session.get(Actor, run.bot_id)
+    if bot is None:
+        raise NotFound(f"run {run_id} has no bot", {"run_id": run_id})
+    pending = await session.scalar(
+        select(func.count())
+        .select_from(InboxItem)
+        .where(
+            InboxItem.run_id == run.id, InboxItem.kind == ItemKind.RESUME, InboxItem.status.in_(OPEN_ITEMS)
+        )
+    )
+    if pending:
+        raise Conflict(f"run {run_id} already has an answer on its way")
+    await session.execute(
+        update(InboxItem)
+        .where(
+            InboxItem.run_id == run.id,
+            InboxItem.kind == ItemKind.QUESTION,
+            InboxItem.status == ItemStatus.QUEUED,
+        )
+        .values(status=check(ItemStatus, ItemStatus.QUEUED, ItemStatus.DONE), updated_at=now(session))
+    )
+    await add_run_event(session, run, "resumed", {"value": value})
+    await enqueue(session, bot, run.thread_id, kind=ItemKind.RESUME, run_id=run.id)
+    log_activity(
+        session,
+        "run.resume_requested",
+        f"a human answered @{bot.handle}",
+        thread_id=run.thread_id,
+        actor_id=bot.id,
+        actor_handle=bot.handle,
+        run_id=run.id,
+    )
+    return run, bot
+
+
+async def resume_payload(session: AsyncSession, run_id: str) -> Any:
+    """The value of the latest ``resumed`` event: what the human decided."""
+    event = await session.scalar(
+        select(RunEvent)
+        .where(RunEvent.run_id == run_id, RunEvent.type == "resumed")
+        .order_by(RunEvent.seq.desc())
+    )
+    return event.payload.get("value") if event else None

@@ -1,0 +1,70 @@
+"""Executing one claimed run: the agent in its own task, then its outcome in one transaction.
+
+The agent runs in a task of its own so that cancelling a run (through the API, or noticed by the
+lease heartbeat) interrupts the model call, never a transaction of the system.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from openbot.core.errors import StaleLease
+from openbot.core.states import IN_FLIGHT_RUNS, RunStatus
+from openbot.runtime.delivery.inbox import has_mail
+from openbot.runtime.runs.claim import Claim
+from openbot.runtime.runs.ending import end_run
+from openbot.runtime.runs.outcome import finish
+from openbot.store.models import Run
+
+if TYPE_CHECKING:
+    from openbot.runtime.scheduler.system import ActorSystem
+
+log = logging.getLogger(__name__)
+
+
+async def execute(system: ActorSystem, claim: Claim) -> None:
+    """Run a claim to its end and give its slot back, whatever happens."""
+    terminal = True
+    more = True  # wake the bot's worker again unless we know it has nothing queued
+    execution = asyncio.create_task(system.runner.execute(claim), name=f"openbot-execute-{claim.run_id}")
+    system.executions[claim.run_id] = execution
+    try:
+        try:
+            outcome = await execution
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if execution.cancelled() and not (current and current.cancelling()):
+                return  # cancelled through the API or the heartbeat: the run's end is written already
+            raise
+        terminal = outcome.interrupt is None
+        async with system.db.transaction() as s:
+            await finish(s, claim, outcome, system.delivery)
+            more = await has_mail(s, claim.bot_id)
+    except StaleLease:
+        log.info("run %s moved on without this worker; its result is dropped", claim.run_id)
+    except Exception:  # supervision boundary: record and keep the system alive
+        log.exception("run %s could not be finished", claim.run_id)
+        await fail(system, claim.run_id, "internal", "the run could not be finished; see the server log")
+    finally:
+        system.executions.pop(claim.run_id, None)
+        system.slots.release()
+        if terminal:  # a run that never paused kept its transcript in memory only
+            await system.runner.forget(claim.run_id, durable=claim.resume)
+        # Before leaving in_flight, so idleness never flickers. Mail that arrives after the check
+        # above wakes the worker through its own commit.
+        if more:
+            system.notify([claim.bot_id])
+        system.in_flight.pop(claim.run_id, None)
+        system.changed()
+
+
+async def fail(system: ActorSystem, run_id: str, code: str, message: str) -> None:
+    try:
+        async with system.db.transaction() as s:
+            run = await s.get(Run, run_id)
+            if run is not None and run.status in IN_FLIGHT_RUNS:
+                await end_run(s, run, RunStatus.FAILED, {"code": code, "message": message}, system.delivery)
+    except Exception:  # supervision boundary: the run stays in flight until its lease expires
+        log.exception("could not record the failure of run %s", run_id)

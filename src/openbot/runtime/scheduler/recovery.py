@@ -1,0 +1,62 @@
+"""Recovery: fail the in-flight runs nobody owns any more, re-queue their mail (invariant 12).
+
+With one process per database (SQLite) every queued or running run found at start is orphaned.
+Where other processes may be alive (PostgreSQL) only runs whose lease expired are taken over.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sqlalchemy import select, update
+
+from openbot.core.scheduling import ItemKind
+from openbot.core.states import IN_FLIGHT_RUNS, ItemStatus, RunStatus
+from openbot.runtime.delivery.holds import release_all
+from openbot.runtime.runs.ending import end_run
+from openbot.store.journal import log_activity
+from openbot.store.models import InboxItem, Run
+
+if TYPE_CHECKING:
+    from openbot.runtime.scheduler.system import ActorSystem
+
+_RESTARTED = {"code": "internal", "message": "the server restarted while this run was in flight"}
+
+
+async def recover(system: ActorSystem, *, expired_only: bool) -> int:
+    """Take over orphaned runs and release held hand-offs; returns how many runs were recovered."""
+    stamp = system.clock.now()
+    async with system.db.transaction() as s:
+        stmt = select(Run).where(Run.status.in_(IN_FLIGHT_RUNS))
+        if expired_only:
+            stmt = stmt.where(Run.lease_expires_at < stamp)
+        orphans = list(await s.scalars(system.db.dialect.for_update(stmt, skip_locked=True)))
+        for run in orphans:
+            await end_run(
+                s,
+                run,
+                RunStatus.FAILED,
+                dict(_RESTARTED),
+                system.delivery,
+                requeue_items=True,
+                max_attempts=system.settings.max_item_attempts,
+            )
+        if not expired_only:
+            # Mail claimed by nobody (a crash between claim and run row) goes back to the queue.
+            await s.execute(
+                update(InboxItem)
+                .where(InboxItem.status == ItemStatus.PROCESSING, InboxItem.kind == ItemKind.MESSAGE)
+                .values(status=ItemStatus.QUEUED, claimed_by_run=None, updated_at=stamp)
+            )
+        await release_all(s)
+        if orphans:
+            log_activity(
+                s,
+                "system.recovered",
+                f"recovered {len(orphans)} run(s) left in flight",
+                level="warning",
+                detail={"runs": [r.id for r in orphans]},
+            )
+    for run in orphans:
+        await system.runner.forget(run.id)
+    return len(orphans)

@@ -1,0 +1,169 @@
+"""The actor system: one worker per bot, a global run slot, leases, recovery (DESIGN §6).
+
+A worker takes a global slot first, then claims its bot's next batch in one transaction; the run
+executes in the system's task group and gives the slot back when it settles. Workers are created
+lazily on the first wake: bots are woken after every commit that put mail in their mailbox
+(``Database.mail_listeners``), and by the periodic poll, which is the truth.
+``run_until_idle`` lets tests and the CLI drain the system without sleeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+from collections.abc import Iterable
+
+from sqlalchemy import select
+
+from openbot.config import Settings
+from openbot.core.states import ItemStatus
+from openbot.runtime.delivery.post import Delivery
+from openbot.runtime.runner.runner import Runner
+from openbot.runtime.runs.claim import Claim, claim_next
+from openbot.runtime.runs.outcome import Outcome
+from openbot.runtime.scheduler import execution, recovery
+from openbot.runtime.scheduler.maintenance import Maintenance
+from openbot.runtime.scheduler.worker import BotWorker
+from openbot.store.db import Database
+from openbot.store.models import Actor, InboxItem
+
+log = logging.getLogger(__name__)
+
+
+class ActorSystem:
+    def __init__(self, db: Database, settings: Settings, runner: Runner, delivery: Delivery) -> None:
+        self.db = db
+        self.clock = db.clock
+        self.settings = settings
+        self.runner = runner
+        self.delivery = delivery
+        self.slots = asyncio.Semaphore(settings.max_concurrent_runs)
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{os.urandom(3).hex()}"
+        self.workers: dict[str, BotWorker] = {}
+        self.in_flight: dict[str, asyncio.Task[None]] = {}  # run id → task that runs and settles it
+        self.executions: dict[str, asyncio.Task[Outcome]] = {}  # run id → the agent's own task
+        self.maintenance = Maintenance(self)
+        self._group: asyncio.TaskGroup | None = None
+        self._tick = asyncio.Event()
+        self.unpaused = asyncio.Event()
+        self.unpaused.set()
+        self._started = asyncio.Event()
+        db.mail_listeners.append(self.notify)
+
+    # ── lifecycle ────────────────────────────────────────────────────────────────────────────
+    async def run(self) -> None:
+        """Own every background task until cancelled (the runtime cancels it when it stops)."""
+        async with asyncio.TaskGroup() as group:
+            self._group = group
+            await self.recover(expired_only=self.db.dialect.shared)
+            group.create_task(self._maintain_forever(), name="openbot-maintain")
+            await self.wake_queued()
+            self._started.set()
+            await asyncio.Future()  # until cancelled
+
+    async def started(self) -> None:
+        await self._started.wait()
+
+    def notify(self, bot_ids: Iterable[str]) -> None:
+        """Wake the workers of these bots (creating them on first use)."""
+        for bot_id in bot_ids:
+            worker = self.workers.get(bot_id)
+            if worker is None:
+                if self._group is None:
+                    continue  # not running: the start-up sweep will find the mail
+                worker = self.workers[bot_id] = BotWorker(self, bot_id)
+                self._group.create_task(worker.loop(), name=f"openbot-worker-{bot_id}")
+            worker.wake.set()
+        self.changed()
+
+    async def wake_queued(self) -> None:
+        """Wake every bot with queued mail (the poll that backs up the wake-ups)."""
+        async with self.db.read() as s:
+            bot_ids = (
+                await s.scalars(
+                    select(InboxItem.actor_id)
+                    .distinct()
+                    .join(Actor, Actor.id == InboxItem.actor_id)
+                    .where(InboxItem.status == ItemStatus.QUEUED, Actor.kind == "bot")
+                )
+            ).all()
+        self.notify(bot_ids)
+
+    def pause(self) -> None:
+        """Stop starting runs (in-flight runs finish). Tests use it to stage mail; operators to drain."""
+        self.unpaused.clear()
+
+    def unpause(self) -> None:
+        self.unpaused.set()
+        self.changed()
+
+    async def settle(self, timeout: float) -> bool:
+        """Stop starting runs and wait (up to ``timeout``) for the in-flight ones to settle."""
+        self.pause()
+        try:
+            async with asyncio.timeout(timeout):
+                while self.in_flight:
+                    self._tick.clear()
+                    if self.in_flight:
+                        await self._tick.wait()
+        except TimeoutError:
+            return False
+        return True
+
+    # ── claiming and running ─────────────────────────────────────────────────────────────────
+    async def claim(self, bot_id: str) -> Claim | None:
+        """Claim the bot's next batch as a running run (the caller holds a slot)."""
+        async with self.db.transaction() as s:
+            return await claim_next(s, bot_id, self.owner, self.settings.lease_seconds)
+
+    def start_run(self, claim: Claim) -> None:
+        if self._group is None:
+            raise RuntimeError("the actor system is not running")
+        task = self._group.create_task(execution.execute(self, claim), name=f"openbot-run-{claim.run_id}")
+        self.in_flight[claim.run_id] = task
+
+    async def cancel(self, run_id: str) -> None:
+        """Stop a run's agent in this process, if it runs here (its end is written already)."""
+        agent = self.executions.get(run_id)
+        if agent is not None:
+            agent.cancel()
+        await self.runner.forget(run_id)
+
+    # ── recovery and maintenance ─────────────────────────────────────────────────────────────
+    async def recover(self, *, expired_only: bool) -> int:
+        return await recovery.recover(self, expired_only=expired_only)
+
+    async def maintain(self) -> None:
+        """One maintenance pass (the loop runs one every ``poll_seconds`` on the clock)."""
+        await self.maintenance.maintain()
+
+    async def _maintain_forever(self) -> None:
+        interval = min(self.settings.poll_seconds, self.settings.lease_seconds / 3)
+        while True:
+            await self.clock.sleep(interval)
+            try:
+                await self.maintain()
+            except Exception:  # supervision boundary: the next pass tries again
+                log.exception("maintenance pass failed")
+
+    # ── idleness, for tests and the CLI ──────────────────────────────────────────────────────
+    def changed(self) -> None:
+        self._tick.set()
+
+    def is_idle(self) -> bool:
+        return not self.in_flight and all(w.idle for w in self.workers.values())
+
+    async def run_until_idle(self, timeout: float = 30.0) -> None:
+        """Wait until no run is in flight and no worker has anything it can pick."""
+        async with asyncio.timeout(timeout):
+            while True:
+                self._tick.clear()
+                if self.is_idle():
+                    for _ in range(3):  # let wakes scheduled by the last commit land
+                        await asyncio.sleep(0)
+                    if self.is_idle():
+                        return
+                    continue
+                await self._tick.wait()

@@ -1,0 +1,57 @@
+"""One worker per bot: it drains the bot's mailbox, never past the bot's ceiling (invariant 3)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from openbot.runtime.scheduler.system import ActorSystem
+
+log = logging.getLogger(__name__)
+
+
+class BotWorker:
+    """Woken when its bot may have mail; claims runs until there is nothing it can pick."""
+
+    def __init__(self, system: ActorSystem, bot_id: str) -> None:
+        self.system = system
+        self.bot_id = bot_id
+        self.wake = asyncio.Event()
+        self.busy = False  # inside a claim loop
+
+    @property
+    def idle(self) -> bool:
+        return not self.busy and not self.wake.is_set()
+
+    async def loop(self) -> None:
+        while True:
+            await self.wake.wait()
+            self.wake.clear()
+            self.busy = True
+            try:
+                await self.drain()
+            except Exception:  # supervision boundary: a bad claim must not stop the system
+                log.exception("worker for bot %s failed to claim; retrying on the next wake", self.bot_id)
+            finally:
+                self.busy = False
+                self.system.changed()
+
+    async def drain(self) -> None:
+        """Take a global slot, then claim; stop when nothing is claimable or the bot is at its ceiling."""
+        system = self.system
+        while True:
+            await system.unpaused.wait()
+            await system.slots.acquire()
+            try:
+                claim = await system.claim(self.bot_id)
+            except BaseException:
+                system.slots.release()
+                raise
+            if claim is None:
+                system.slots.release()
+                return
+            system.start_run(claim)  # the run gives the slot back when it settles
+            if claim.at_ceiling:
+                return  # nothing more to claim until a run settles (which wakes this worker)

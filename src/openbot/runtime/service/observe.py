@@ -1,0 +1,126 @@
+"""Status, the activity timeline and the journal: what the API shows about the system itself."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import TypedDict
+
+from sqlalchemy import func, select
+
+from openbot.core.scheduling import ItemKind
+from openbot.core.states import IN_FLIGHT_RUNS, OPEN_ITEMS, ItemStatus, RunStatus
+from openbot.runtime.bus import Bus, Subscription
+from openbot.runtime.scheduler.system import ActorSystem
+from openbot.runtime.views import ActivityView, activity_view
+from openbot.store.db import Database
+from openbot.store.journal import journal_floor, journal_head, read_journal
+from openbot.store.models import ActivityLog, Actor, Event, InboxItem, Run
+
+_REPLAY_PAGE = 500
+
+
+class StatusView(TypedDict):
+    runs: dict[str, int]
+    mailboxes: dict[str, int]
+    workers: int
+    backend: str
+
+
+@dataclass(frozen=True)
+class ActivityFilter:
+    thread_id: str | None = None
+    actor: str | None = None
+    run_id: str | None = None
+    event: str | None = None  # exact, or a prefix ending in "."
+    level: str | None = None
+    after_id: int | None = None
+    limit: int = 200
+
+
+@dataclass(frozen=True)
+class Observer:
+    db: Database
+    bus: Bus
+    system: ActorSystem
+
+    async def status(self) -> StatusView:
+        async with self.db.read() as s:
+            run_counts = dict((await s.execute(select(Run.status, func.count()).group_by(Run.status))).all())
+            waiting = (
+                select(Run.bot_id, Run.thread_id).where(Run.status == RunStatus.WAITING_HUMAN).subquery()
+            )
+            parked = waiting.c.bot_id.is_not(None)
+            rows = (
+                await s.execute(
+                    select(InboxItem.status, InboxItem.kind, parked, func.count())
+                    .join(Actor, Actor.id == InboxItem.actor_id)
+                    .outerjoin(
+                        waiting,
+                        (waiting.c.bot_id == InboxItem.actor_id)
+                        & (waiting.c.thread_id == InboxItem.thread_id),
+                    )
+                    .where(Actor.kind == "bot", InboxItem.status.in_(OPEN_ITEMS))
+                    .group_by(InboxItem.status, InboxItem.kind, parked)
+                )
+            ).all()
+        mailboxes = {"queued": 0, "processing": 0, "parked": 0}
+        for item_status, kind, is_parked, count in rows:
+            if item_status == ItemStatus.QUEUED and is_parked and kind == ItemKind.MESSAGE:
+                mailboxes["parked"] += int(count)
+            else:
+                mailboxes[item_status] += int(count)
+        return {
+            "runs": {str(k): int(run_counts.get(k, 0)) for k in (*IN_FLIGHT_RUNS, RunStatus.WAITING_HUMAN)},
+            "mailboxes": mailboxes,
+            "workers": len(self.system.workers),
+            "backend": self.db.backend,
+        }
+
+    async def activity(self, where: ActivityFilter) -> list[ActivityView]:
+        stmt = select(ActivityLog)
+        if where.thread_id:
+            stmt = stmt.where(ActivityLog.thread_id == where.thread_id)
+        if where.actor:
+            stmt = stmt.where(ActivityLog.actor_handle == where.actor)
+        if where.run_id:
+            stmt = stmt.where(ActivityLog.run_id == where.run_id)
+        if where.event:
+            prefix = where.event.endswith(".")
+            stmt = stmt.where(
+                ActivityLog.event.startswith(where.event) if prefix else ActivityLog.event == where.event
+            )
+        if where.level:
+            stmt = stmt.where(ActivityLog.level == where.level)
+        async with self.db.read() as s:
+            if where.after_id is not None:
+                stmt = stmt.where(ActivityLog.id > where.after_id).order_by(ActivityLog.id).limit(where.limit)
+                rows = list(await s.scalars(stmt))
+            else:
+                newest = stmt.order_by(ActivityLog.id.desc()).limit(where.limit)
+                rows = list(reversed(list(await s.scalars(newest))))
+        return [activity_view(r) for r in rows]
+
+    async def journal_bounds(self) -> tuple[int, int]:
+        """(head, floor): the newest journal id, and the id at or below which rows were pruned."""
+        async with self.db.read() as s:
+            return await journal_head(s), await journal_floor(s)
+
+    def subscribe(self, thread_id: str | None) -> Subscription:
+        return self.bus.subscribe(thread_id)
+
+    async def replay(
+        self, thread_id: str | None, after: int, upto: int | None = None
+    ) -> AsyncIterator[Event]:
+        """Journal rows after ``after`` (up to ``upto``), oldest first, read a page at a time."""
+        while True:
+            async with self.db.read() as s:
+                rows = await read_journal(s, thread_id, after, upto, _REPLAY_PAGE)
+            for row in rows:
+                yield row
+            if len(rows) < _REPLAY_PAGE:
+                return
+            after = rows[-1].id
+
+
+__all__ = ["ActivityFilter", "Observer", "StatusView"]

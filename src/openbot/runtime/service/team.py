@@ -1,0 +1,109 @@
+"""Bots and actors, as the API uses them; a bot's view carries its live state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import func, select
+
+from openbot.config import Settings
+from openbot.core.states import ACTIVE_RUNS, ItemStatus, RunStatus
+from openbot.runtime import team
+from openbot.runtime.commands import ActorCreate, BotCreate, BotUpdate
+from openbot.runtime.scheduler.system import ActorSystem
+from openbot.runtime.views import ActorView, BotState, BotView, actor_view, bot_view
+from openbot.store.db import Database
+from openbot.store.models import Actor, BotProfile, ExternalProfile, InboxItem, Run
+
+
+@dataclass(frozen=True)
+class TeamService:
+    db: Database
+    settings: Settings
+    system: ActorSystem
+
+    async def list_bots(self) -> list[BotView]:
+        async with self.db.read() as s:
+            rows = (
+                await s.execute(
+                    select(Actor, BotProfile)
+                    .join(BotProfile, BotProfile.actor_id == Actor.id)
+                    .where(Actor.deleted.is_(False))
+                    .order_by(Actor.created_at, Actor.id)
+                )
+            ).all()
+        states = await self.states([a.id for a, _ in rows])
+        return [{**bot_view(a, p), "state": states[a.id]} for a, p in rows]
+
+    async def get_bot(self, handle: str) -> BotView:
+        async with self.db.read() as s:
+            actor, profile = await team.get_bot(s, handle)
+        return await self._with_state(actor, profile)
+
+    async def create_bot(self, command: BotCreate) -> BotView:
+        if command.model is None:
+            command = command.model_copy(update={"model": self.settings.default_model()})
+        async with self.db.transaction() as s:
+            actor, profile = await team.create_bot(s, command)
+        return await self._with_state(actor, profile)
+
+    async def update_bot(self, handle: str, command: BotUpdate) -> BotView:
+        async with self.db.transaction() as s:
+            actor, profile = await team.update_bot(s, handle, command)
+        if actor.enabled:
+            self.system.notify([actor.id])  # a re-enabled bot or a raised ceiling may have work waiting
+        return await self._with_state(actor, profile)
+
+    async def delete_bot(self, handle: str) -> None:
+        async with self.db.transaction() as s:
+            await team.delete_bot(s, handle)
+
+    async def list_actors(self) -> list[ActorView]:
+        async with self.db.read() as s:
+            rows = (
+                await s.execute(
+                    select(Actor, ExternalProfile)
+                    .outerjoin(ExternalProfile, ExternalProfile.actor_id == Actor.id)
+                    .where(Actor.deleted.is_(False))
+                    .order_by(Actor.created_at, Actor.id)
+                )
+            ).all()
+        return [actor_view(a, e) for a, e in rows]
+
+    async def create_actor(self, command: ActorCreate) -> ActorView:
+        async with self.db.transaction() as s:
+            actor = await team.create_actor(s, command)
+            external = await s.get(ExternalProfile, actor.id)
+        return actor_view(actor, external)
+
+    async def _with_state(self, actor: Actor, profile: BotProfile) -> BotView:
+        return {**bot_view(actor, profile), "state": (await self.states([actor.id]))[actor.id]}
+
+    async def states(self, bot_ids: list[str]) -> dict[str, BotState]:
+        """Live state per bot: idle, running in threads, waiting for a human, queue depth."""
+        states: dict[str, BotState] = {
+            b: {"status": "idle", "running_threads": [], "waiting_threads": [], "queue_depth": 0}
+            for b in bot_ids
+        }
+        async with self.db.read() as s:
+            runs = await s.execute(
+                select(Run.bot_id, Run.thread_id, Run.status).where(
+                    Run.bot_id.in_(bot_ids), Run.status.in_(ACTIVE_RUNS)
+                )
+            )
+            for bot_id, thread_id, status in runs:
+                key = "waiting_threads" if status == RunStatus.WAITING_HUMAN else "running_threads"
+                states[bot_id][key].append(thread_id)  # type: ignore[literal-required]
+            depth = await s.execute(
+                select(InboxItem.actor_id, func.count())
+                .where(InboxItem.actor_id.in_(bot_ids), InboxItem.status == ItemStatus.QUEUED)
+                .group_by(InboxItem.actor_id)
+            )
+            for bot_id, count in depth:
+                states[bot_id]["queue_depth"] = int(count)
+        for state in states.values():
+            if state["running_threads"]:
+                state["status"] = RunStatus.RUNNING
+            elif state["waiting_threads"]:
+                state["status"] = RunStatus.WAITING_HUMAN
+        return states

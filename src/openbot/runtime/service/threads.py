@@ -1,0 +1,86 @@
+"""Threads, messages and mailboxes, as the API uses them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import select
+
+from openbot.core.errors import InvalidArgument, NotFound
+from openbot.core.states import ACTIVE_RUNS
+from openbot.runtime import threads
+from openbot.runtime.commands import InboxAck, MessageCreate, ThreadCreate
+from openbot.runtime.delivery import inbox
+from openbot.runtime.delivery.post import Delivery, PostResult
+from openbot.runtime.scheduler.system import ActorSystem
+from openbot.runtime.team import get_actor
+from openbot.runtime.views import ItemView, MessageView, ThreadView
+from openbot.store.db import Database
+from openbot.store.models import Run
+
+
+@dataclass(frozen=True)
+class ThreadService:
+    db: Database
+    delivery: Delivery
+    system: ActorSystem
+
+    async def create(self, command: ThreadCreate) -> ThreadView:
+        async with self.db.transaction() as s:
+            thread = await threads.create_thread(s, command)
+            return await threads.view(s, thread)
+
+    async def list_threads(self, *, q: str | None, actor: str, limit: int) -> list[ThreadView]:
+        async with self.db.read() as s:
+            return await threads.list_threads(s, q=q, limit=limit, actor=await threads.find_actor(s, actor))
+
+    async def get(self, thread_id: str, *, actor: str) -> ThreadView:
+        async with self.db.read() as s:
+            thread = await threads.get_thread(s, thread_id)
+            return await threads.view(s, thread, actor=await threads.find_actor(s, actor))
+
+    async def delete(self, thread_id: str) -> None:
+        """Delete a thread with everything in it; its open runs stop here too."""
+        async with self.db.transaction() as s:
+            open_runs = list(
+                await s.scalars(select(Run.id).where(Run.thread_id == thread_id, Run.status.in_(ACTIVE_RUNS)))
+            )
+            await threads.delete_thread(s, thread_id)
+        for run_id in open_runs:
+            await self.system.cancel(run_id)
+
+    async def messages(
+        self, thread_id: str, *, after: str | None, before: str | None, latest: bool, limit: int
+    ) -> list[MessageView]:
+        async with self.db.read() as s:
+            return await threads.list_messages(
+                s, thread_id, after=after, before=before, latest=latest, limit=limit
+            )
+
+    async def post(self, thread_id: str, command: MessageCreate) -> PostResult:
+        if not command.content.strip():
+            raise InvalidArgument("content must not be empty", {"field": "content"})
+        async with self.db.transaction() as s:
+            thread = await threads.get_thread(s, thread_id)
+            try:
+                sender = await get_actor(s, command.from_)
+            except NotFound as exc:
+                raise InvalidArgument(f"unknown sender @{command.from_}", {"field": "from"}) from exc
+            return await self.delivery.post(s, thread, command.content, sender=sender, to=command.to)
+
+    async def inbox(
+        self, handle: str, *, status: str | None, kind: str | None, thread_id: str | None, limit: int
+    ) -> list[ItemView]:
+        async with self.db.read() as s:
+            actor = await get_actor(s, handle)
+            return await inbox.list_items(
+                s, actor, status=status, kind=kind, thread_id=thread_id, limit=limit
+            )
+
+    async def ack_item(self, item_id: str) -> ItemView:
+        async with self.db.transaction() as s:
+            return await inbox.ack_item(s, item_id)
+
+    async def ack_thread(self, command: InboxAck) -> int:
+        async with self.db.transaction() as s:
+            return await inbox.ack_thread(s, await get_actor(s, command.actor), command.thread_id)

@@ -1,0 +1,121 @@
+"""The built-in tools every bot has (DESIGN §9, the spine's subset).
+
+Each call reads the run it serves from the injected ``ToolRuntime.context`` (a
+:class:`~openbot.runtime.tools.context.RunContext`), so a tool only ever sees its own thread.
+``ask_human`` interrupts the run; the others read or write through the store.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any, Literal
+
+from langchain.tools import ToolRuntime
+from langchain_core.tools import tool
+from langgraph.types import interrupt
+from pydantic import BaseModel, Field
+from sqlalchemy import select
+
+from openbot.runtime.tools.context import RunContext
+from openbot.store.db import now
+from openbot.store.models import Actor, BotProfile, Message, TodoList
+
+
+class Todo(BaseModel):
+    content: str = Field(description="what to do")
+    status: Literal["pending", "in_progress", "completed"] = "pending"
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+@tool
+async def list_bots(runtime: ToolRuntime[RunContext]) -> str:
+    """List the bots of the team with their handles and what they do."""
+    env = runtime.context.env
+    async with env.db.read() as s:
+        rows = await s.execute(
+            select(Actor.handle, Actor.name, BotProfile.description)
+            .join(BotProfile, BotProfile.actor_id == Actor.id)
+            .where(Actor.kind == "bot", Actor.enabled.is_(True), Actor.deleted.is_(False))
+            .order_by(Actor.handle)
+        )
+        return "\n".join(f"@{h} ({n}): {d}" for h, n, d in rows) or "No bots."
+
+
+@tool
+def ask_human(question: str) -> str:
+    """Ask the humans in this thread a question and wait for the answer. The run pauses."""
+    answer = interrupt({"kind": "question", "question": question})
+    return str(answer)
+
+
+@tool
+async def read_history(runtime: ToolRuntime[RunContext], offset: int = 0, limit: int = 20) -> str:
+    """Read this thread's messages in chronological order, `limit` at a time from `offset` (0 = first)."""
+    env = runtime.context.env
+    limit = max(1, min(limit, 100))
+    async with env.db.read() as s:
+        rows = (
+            await s.execute(
+                select(Message.id, Actor.handle, Message.content)
+                .outerjoin(Actor, Actor.id == Message.sender_id)
+                .where(Message.thread_id == env.thread_id)
+                .order_by(Message.id)
+                .offset(max(0, offset))
+                .limit(limit)
+            )
+        ).all()
+    if not rows:
+        return f"No messages at offset {offset}."
+    lines = [f"#{offset + i} [{'@' + h if h else 'system'}]: {c}" for i, (_id, h, c) in enumerate(rows)]
+    return "\n".join(lines) + f"\n(next offset: {offset + len(rows)})"
+
+
+@tool
+async def recall_messages(query: str, runtime: ToolRuntime[RunContext], limit: int = 8) -> str:
+    """Search this thread's messages for `query` (lexical match) and return the best matches."""
+    env = runtime.context.env
+    terms = Counter(_words(query))
+    async with env.db.read() as s:
+        rows = (
+            await s.execute(
+                select(Message.id, Actor.handle, Message.content)
+                .outerjoin(Actor, Actor.id == Message.sender_id)
+                .where(Message.thread_id == env.thread_id)
+                .order_by(Message.id)
+            )
+        ).all()
+    scored = []
+    for index, (_id, handle, content) in enumerate(rows):
+        words = Counter(_words(content))
+        score = sum(min(count, words[t]) for t, count in terms.items())
+        if score:
+            scored.append((score, index, handle, content))
+    scored.sort(key=lambda row: (-row[0], -row[1]))
+    if not scored:
+        return f"No message matches {query!r}."
+    return "\n".join(
+        f"#{index} [{'@' + h if h else 'system'}]: {c}" for _s, index, h, c in scored[: max(1, limit)]
+    )
+
+
+@tool
+async def todo_write(todos: list[Todo], runtime: ToolRuntime[RunContext]) -> str:
+    """Replace your todo list for this thread. It is shown to you at the start of every run here."""
+    env = runtime.context.env
+    items: list[dict[str, Any]] = [t.model_dump() if isinstance(t, Todo) else dict(t) for t in todos]
+    async with env.db.transaction() as s:
+        row = await s.get(TodoList, (env.thread_id, env.bot_id))
+        if row is None:
+            s.add(TodoList(thread_id=env.thread_id, bot_id=env.bot_id, todos=items, updated_at=now(s)))
+        else:
+            row.todos = items
+            row.updated_at = now(s)
+    done = sum(1 for t in items if t.get("status") == "completed")
+    return f"Saved {len(items)} todo(s), {done} completed."

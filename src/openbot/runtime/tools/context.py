@@ -1,0 +1,27 @@
+"""What a tool call knows about the run it serves, injected as LangGraph runtime context."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from langchain_core.language_models import BaseChatModel
+
+from openbot.store.db import Database
+
+
+@dataclass(frozen=True)
+class ToolEnv:
+    db: Database
+    bot_id: str
+    bot_handle: str
+    thread_id: str
+    run_id: str
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What one run's model calls and tool calls need: injected as LangGraph runtime context."""
+
+    env: ToolEnv
+    model: BaseChatModel
+    system_prompt: str

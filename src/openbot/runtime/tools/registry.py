@@ -1,0 +1,16 @@
+"""The tool registry: which tools a bot's agent is built with.
+
+Built once per process: tools are stateless and read their run from the runtime context.
+"""
+
+from __future__ import annotations
+
+from langchain_core.tools import BaseTool
+
+from openbot.runtime.tools.builtins import ask_human, list_bots, read_history, recall_messages, todo_write
+
+BUILTIN_TOOLS = ("list_bots", "ask_human", "read_history", "recall_messages", "todo_write")
+
+
+def build_tools() -> list[BaseTool]:
+    return [list_bots, ask_human, read_history, recall_messages, todo_write]

@@ -1,0 +1,165 @@
+"""Every difference between SQLite and PostgreSQL, behind one interface.
+
+The runtime never asks which database it is on: it asks the dialect to lock what must be locked,
+to append journal rows, and whether other processes may share the database. SQLite serialises
+every writer at ``BEGIN IMMEDIATE``, so its locks are no-ops; PostgreSQL takes row locks and a
+transaction-scoped advisory lock for the journal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any, TypeVar, Unpack, cast
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from sqlalchemy import Select, Table, event, make_url, select, text
+from sqlalchemy import inspect as sa_inspect
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+from sqlalchemy.orm import Session
+
+from openbot.store.models import Actor, Base, Thread
+
+S = TypeVar("S", bound=Select[Unpack[tuple[Any, ...]]])
+
+_JOURNAL_LOCK = 0x0B07
+_THREADS_LOCKED = "openbot_threads_locked"  # cleared at commit and rollback (store.db)
+_CHUNK = 500  # rows per multi-row INSERT, well under SQLite's limit on bound parameters
+
+
+class Dialect:
+    """The PostgreSQL-free baseline: what SQLite needs (one process, one writer at a time)."""
+
+    name = "sqlite"
+    #: Whether other processes may be working on the same database (leases can be taken over).
+    shared = False
+
+    def engine_options(self) -> dict[str, Any]:
+        return {"connect_args": {"timeout": 30}}
+
+    def configure(self, engine: AsyncEngine, *, writer: bool) -> None:
+        _configure_sqlite(engine, immediate=writer)
+
+    async def lock_thread(self, session: AsyncSession, thread: Thread) -> None:
+        """Serialise posts to one thread (participants and the hop-limit flag are read fresh)."""
+
+    async def lock_bot(self, session: AsyncSession, bot_id: str) -> None:
+        """Serialise claimers of one bot, so its ceiling holds across processes."""
+
+    def for_update(self, stmt: S, *, of: Any = None, skip_locked: bool = False) -> S:
+        """Lock the selected rows until commit, where the database has row locks."""
+        return stmt
+
+    def append(self, session: Session, rows: Sequence[Base], *, journal: bool) -> None:
+        """Insert rows of an autoincrement table in order and set their ids (journal: under its lock).
+
+        The ORM inserts such rows one statement each on SQLite (it cannot match RETURNING rows to
+        objects), so each chunk is one multi-row VALUES. SQLite assigns each new rowid larger than
+        any before it, in VALUES order, and the writer holds the database lock: the returned ids,
+        sorted, belong to the rows in order.
+        """
+        session.flush()  # every other write of the transaction first
+        mapper = sa_inspect(type(rows[0]))
+        table = cast(Table, mapper.local_table)
+        key = mapper.primary_key[0]
+        fields = [(p.key, p.columns[0].key) for p in mapper.column_attrs if p.columns[0] is not key]
+        for start in range(0, len(rows), _CHUNK):
+            chunk = rows[start : start + _CHUNK]
+            values = [{column: getattr(row, attr) for attr, column in fields} for row in chunk]
+            ids = sorted(session.execute(table.insert().values(values).returning(key)).scalars())
+            for row, id_ in zip(chunk, ids, strict=True):
+                row.id = id_  # type: ignore[attr-defined]
+
+    async def open_checkpointer(self, url: str, stack: AsyncExitStack) -> BaseCheckpointSaver[str]:
+        """A ``langgraph.db`` file beside the main database."""
+        import aiosqlite
+        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+        database = make_url(url).database or ":memory:"
+        path = ":memory:" if database == ":memory:" else str(Path(database).with_suffix(".langgraph.db"))
+        conn = await aiosqlite.connect(path)
+        stack.push_async_callback(conn.close)
+        await conn.execute("PRAGMA journal_mode=WAL")
+        await conn.execute("PRAGMA synchronous=NORMAL")
+        saver = AsyncSqliteSaver(conn)
+        await saver.setup()
+        return saver
+
+
+class PostgresDialect(Dialect):
+    name = "postgresql"
+    shared = True
+
+    def engine_options(self) -> dict[str, Any]:
+        return {"pool_size": 10, "max_overflow": 20, "pool_pre_ping": True}
+
+    def configure(self, engine: AsyncEngine, *, writer: bool) -> None:
+        pass
+
+    async def lock_thread(self, session: AsyncSession, thread: Thread) -> None:
+        locked: set[str] = session.sync_session.info.setdefault(_THREADS_LOCKED, set())
+        if thread.id in locked:
+            return
+        # NO KEY UPDATE: concurrent inserts that only reference the thread are not blocked.
+        await session.flush()
+        await session.refresh(thread, with_for_update={"key_share": True})
+        locked.add(thread.id)
+
+    async def lock_bot(self, session: AsyncSession, bot_id: str) -> None:
+        # NO KEY UPDATE: serialises claimers of this bot without blocking the foreign-key checks
+        # of concurrent posts that enqueue mail for it.
+        await session.execute(select(Actor.id).where(Actor.id == bot_id).with_for_update(key_share=True))
+
+    def for_update(self, stmt: S, *, of: Any = None, skip_locked: bool = False) -> S:
+        return stmt.with_for_update(of=of, skip_locked=skip_locked)
+
+    def append(self, session: Session, rows: Sequence[Base], *, journal: bool) -> None:
+        """The ORM batches these (insertmanyvalues). Journal rows are written last, under the lock.
+
+        Taking the journal lock last means a transaction holding it waits for nothing but its own
+        commit, so it can never be part of a lock cycle; holding it through commit makes journal
+        ids visible in order, so a reader tailing ``id > last`` never skips a row that commits late.
+        """
+        if journal:
+            session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _JOURNAL_LOCK})
+        session.add_all(rows)
+        session.flush()
+
+    async def open_checkpointer(self, url: str, stack: AsyncExitStack) -> BaseCheckpointSaver[str]:
+        """The same database, through a psycopg pool of its own."""
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+        from psycopg.rows import dict_row
+        from psycopg_pool import AsyncConnectionPool
+
+        plain = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+            plain, min_size=1, max_size=10, open=False, kwargs={"autocommit": True, "row_factory": dict_row}
+        )
+        await pool.open()
+        stack.push_async_callback(pool.close)
+        saver = AsyncPostgresSaver(pool)
+        await saver.setup()
+        return saver
+
+
+def dialect_for(url: str) -> Dialect:
+    return PostgresDialect() if url.startswith("postgresql") else Dialect()
+
+
+def _configure_sqlite(engine: AsyncEngine, *, immediate: bool) -> None:
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Take control of transactions so every write transaction starts IMMEDIATE: SQLite then
+        # serialises writers at BEGIN instead of failing one of them at its first write.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
