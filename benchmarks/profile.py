@@ -44,8 +44,11 @@ from benchmarks import hop, throughput
 from benchmarks.server import running_server
 from benchmarks.stats import summarize
 from openbot.config import Settings
-from openbot.runtime import actors, delivery, runs
+from openbot.runtime.delivery import post
 from openbot.runtime.engine import Runtime
+from openbot.runtime.runner import runner
+from openbot.runtime.runs import outcome
+from openbot.runtime.scheduler import execution, system
 from openbot.store.db import sync_url
 from openbot.store.models import Actor
 
@@ -53,16 +56,16 @@ from openbot.store.models import Actor
 Target = Callable[[Runtime], Any]
 STEPS: list[tuple[str, Target, str]] = [
     ("Delivery.post", lambda rt: rt.delivery, "post"),
-    ("  delivery.load_actors", lambda rt: delivery, "load_actors"),
+    ("  delivery.load_recipients", lambda rt: post, "load_recipients"),
     ("ActorSystem.claim", lambda rt: rt.system, "claim"),
-    ("  runs.claim_next", lambda rt: actors, "claim_next"),
+    ("  runs.claim_next", lambda rt: system, "claim_next"),
     ("Runner.execute", lambda rt: rt.runner, "execute"),
-    ("  Runner.prepare", lambda rt: rt.runner, "prepare"),
-    ("  Runner.build_model", lambda rt: rt.runner, "build_model"),
-    ("  Runner.agent_for", lambda rt: rt.runner, "agent_for"),
-    ("runs.finish", lambda rt: actors, "finish"),
-    ("  runs.add_run_event", lambda rt: runs, "add_run_event"),
-    ("  runs.release_holds", lambda rt: runs, "release_holds"),
+    ("  runner.prepare", lambda rt: runner, "prepare"),
+    ("  runner.build_chat_model", lambda rt: runner, "build_chat_model"),
+    ("  AgentCache.agent_for", lambda rt: rt.runner.agents, "agent_for"),
+    ("runs.finish", lambda rt: execution, "finish"),
+    ("  runs.add_run_event", lambda rt: outcome, "add_run_event"),
+    ("  runs.release_holds", lambda rt: outcome, "release_holds"),
     ("Runner.forget", lambda rt: rt.runner, "forget"),
 ]
 

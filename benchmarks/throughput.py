@@ -35,6 +35,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from openbot.config import Settings
 from openbot.runtime import threads
+from openbot.runtime.commands import BotCreate, ThreadCreate
 from openbot.runtime.engine import Runtime
 from openbot.runtime.team import create_bot, get_actor
 from openbot.store.db import Database
@@ -137,9 +138,9 @@ async def setup_load(rt: Runtime, load: Load) -> tuple[list[str], list[str]]:
     handles = [f"b{i:02d}" for i in range(load.bots)]
     async with rt.db.transaction() as s:
         for handle in handles:
-            await create_bot(s, {"handle": handle, "model": "scripted"})
+            await create_bot(s, BotCreate(handle=handle, model="scripted"))
         thread_ids = [
-            (await threads.create_thread(s, {"title": f"load {i}"})).id for i in range(load.threads)
+            (await threads.create_thread(s, ThreadCreate(title=f"load {i}"))).id for i in range(load.threads)
         ]
     return handles, thread_ids
 

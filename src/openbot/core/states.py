@@ -17,7 +17,7 @@ stable code instead of a silent overwrite.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from openbot.core.errors import IllegalTransition
 
@@ -55,26 +55,34 @@ OPEN_ITEMS = (ItemStatus.QUEUED, ItemStatus.PROCESSING)
 S = TypeVar("S", RunStatus, ItemStatus, HoldStatus)
 
 _R, _I, _H = RunStatus, ItemStatus, HoldStatus
-TRANSITIONS: dict[StrEnum, frozenset[StrEnum]] = {
+# One table per machine: their values overlap ("queued", "failed"…) and StrEnums equal to one
+# string are equal to each other, so a single table would mix the machines up.
+RUN_MOVES: dict[RunStatus, frozenset[RunStatus]] = {
     _R.QUEUED: frozenset({_R.RUNNING, _R.FAILED, _R.CANCELLED}),
     _R.RUNNING: frozenset({_R.COMPLETED, _R.FAILED, _R.CANCELLED, _R.WAITING_HUMAN}),
     _R.WAITING_HUMAN: frozenset({_R.RUNNING, _R.FAILED, _R.CANCELLED}),
     _R.COMPLETED: frozenset(),
     _R.FAILED: frozenset(),
     _R.CANCELLED: frozenset(),
+}
+ITEM_MOVES: dict[ItemStatus, frozenset[ItemStatus]] = {
     _I.QUEUED: frozenset({_I.PROCESSING, _I.DONE, _I.FAILED, _I.CANCELLED}),
     _I.PROCESSING: frozenset({_I.DONE, _I.FAILED, _I.CANCELLED, _I.QUEUED}),
     _I.DONE: frozenset(),
     _I.FAILED: frozenset(),
     _I.CANCELLED: frozenset(),
+}
+HOLD_MOVES: dict[HoldStatus, frozenset[HoldStatus]] = {
     _H.PENDING: frozenset({_H.RELEASED, _H.SUPERSEDED}),
     _H.RELEASED: frozenset(),
     _H.SUPERSEDED: frozenset(),
 }
+_MOVES: dict[type, dict[Any, Any]] = {RunStatus: RUN_MOVES, ItemStatus: ITEM_MOVES, HoldStatus: HOLD_MOVES}
 
 
 def can_move(current: S, target: S) -> bool:
-    return target in TRANSITIONS[current]
+    moves: frozenset[S] = _MOVES[type(current)][current]
+    return target in moves
 
 
 def check(kind: type[S], current: str, target: S) -> S:

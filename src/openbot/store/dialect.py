@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any, TypeVar, Unpack, cast
+from typing import Any, TypeVar, cast
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from sqlalchemy import Select, Table, event, make_url, select, text
@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from openbot.store.models import Actor, Base, Thread
 
-S = TypeVar("S", bound=Select[Unpack[tuple[Any, ...]]])
+S = TypeVar("S", bound=Select[*tuple[Any, ...]])
 
 _JOURNAL_LOCK = 0x0B07
 _THREADS_LOCKED = "openbot_threads_locked"  # cleared at commit and rollback (store.db)

@@ -38,7 +38,7 @@ class PostResult:
     held: list[str] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
+@dataclass
 class Delivery:
     """What posting needs from its surroundings: the hop limit."""
 

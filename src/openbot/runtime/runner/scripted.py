@@ -10,7 +10,8 @@ in order against the run's trigger text (the trigger messages' contents joined w
 - When the last input message is a tool result, the answer is the rule's ``reply`` (the default
   reply when no rule matched) with ``{tool_result}`` set to that tool result's text.
 - Otherwise a rule with ``tool_calls`` answers with those calls (ids ``call_<n>``, numbered after
-  the calls already in the transcript) and no text; a rule without them answers ``reply`` at once.
+  the calls already in the transcript) and, beside them, the rule's optional ``say`` text (as real
+  providers often do; no text without it); a rule without them answers ``reply`` at once.
 - No rule matched: ``(scripted) <handle> received N message(s).`` — never with an ``@``, so the
   default reply never hands off to another bot.
 
@@ -50,7 +51,7 @@ from pydantic import Field, model_validator
 
 __all__ = ["ScriptedChatModel", "default_reply", "validate_script"]
 
-_RULE_KEYS = ("match", "reply", "tool_calls")
+_RULE_KEYS = ("match", "reply", "tool_calls", "say")
 _TOOL_CALL_KEYS = ("name", "args")
 _PLACEHOLDER = re.compile(r"\{(trigger|handle|tool_result)\}")
 _CHUNK = re.compile(r"\S+\s*|\s+")  # a word and the whitespace after it (or leading whitespace)
@@ -91,6 +92,8 @@ def validate_script(script: object) -> list[str]:
             problems.append(f"{where}.reply is required and must be a string")
         if "tool_calls" in rule:
             problems.extend(_tool_call_problems(f"{where}.tool_calls", rule["tool_calls"]))
+        if "say" in rule and (not isinstance(rule["say"], str) or "tool_calls" not in rule):
+            problems.append(f"{where}.say must be a string, and only goes with tool_calls")
     return problems
 
 
@@ -204,7 +207,8 @@ class ScriptedChatModel(BaseChatModel):
                 )
                 for offset, call in enumerate(rule["tool_calls"], start=1)
             ]
-            return AIMessage(content="", tool_calls=calls, usage_metadata=_zero_usage())
+            said = self._fill(rule.get("say", ""), tool_result="")
+            return AIMessage(content=said, tool_calls=calls, usage_metadata=_zero_usage())
         return _text_message(self._fill(rule["reply"], tool_result=""))
 
     # -- the BaseChatModel hooks ---------------------------------------------------------------
@@ -261,37 +265,21 @@ def _text_message(text: str) -> AIMessage:
 
 
 def _chunks(message: AIMessage) -> list[ChatGenerationChunk]:
-    """Split an answer into stream chunks: one per word, or one chunk carrying all tool calls.
+    """Split an answer into stream chunks: one per word of its text, then one carrying all its tool
+    calls (if any).
 
     The last chunk carries the (zero) usage and ``chunk_position="last"``, so the merged message
     equals :meth:`ScriptedChatModel.respond`'s answer.
     """
+    pieces = _CHUNK.findall(message.text) or ([] if message.tool_calls else [""])
+    messages = [AIMessageChunk(content=piece) for piece in pieces]
     if message.tool_calls:
-        chunk_list = [
+        calls = [
             tool_call_chunk(name=call["name"], args=json.dumps(call["args"]), id=call["id"], index=index)
             for index, call in enumerate(message.tool_calls)
         ]
-        return [
-            ChatGenerationChunk(
-                message=AIMessageChunk(
-                    content="",
-                    tool_call_chunks=chunk_list,
-                    usage_metadata=_zero_usage(),
-                    chunk_position="last",
-                )
-            )
-        ]
-    pieces = _CHUNK.findall(message.text) or [""]
-    chunks: list[ChatGenerationChunk] = []
-    for index, piece in enumerate(pieces):
-        last = index == len(pieces) - 1
-        chunks.append(
-            ChatGenerationChunk(
-                message=AIMessageChunk(
-                    content=piece,
-                    usage_metadata=_zero_usage() if last else None,
-                    chunk_position="last" if last else None,
-                )
-            )
-        )
-    return chunks
+        messages.append(AIMessageChunk(content="", tool_call_chunks=calls))
+    last = messages[-1]
+    last.usage_metadata = _zero_usage()
+    last.chunk_position = "last"
+    return [ChatGenerationChunk(message=m) for m in messages]

@@ -75,28 +75,10 @@ async def claim_next(session: AsyncSession, bot_id: str, owner: str, lease_secon
     run = await _start(session, bot, batch, taken, hops)
     if run is None:
         return None
-    stamp = now(session)
-    run.lease_owner = owner
-    run.lease_token += 1
-    run.lease_expires_at = stamp + timedelta(seconds=lease_seconds)
-    for item in taken:
-        item.status = check(ItemStatus, item.status, ItemStatus.PROCESSING)
-        item.attempts += 1
-        item.claimed_by_run = run.id
-        item.updated_at = stamp
+    _lease(session, run, taken, owner, lease_seconds)
     await session.flush()
     journal_run(session, run, bot.handle)
-    verb = "resumed" if batch.is_resume else "started"
-    log_activity(
-        session,
-        f"run.{verb}",
-        f"@{bot.handle} {verb} a run on {len(taken)} item(s)",
-        thread_id=run.thread_id,
-        actor_id=bot.id,
-        actor_handle=bot.handle,
-        run_id=run.id,
-        detail={"items": [i.id for i in taken], "triggers": run.trigger_message_ids},
-    )
+    _log_claim(session, bot, run, taken, batch.is_resume)
     return Claim(
         run_id=run.id,
         bot_id=bot.id,
@@ -108,6 +90,33 @@ async def claim_next(session: AsyncSession, bot_id: str, owner: str, lease_secon
         trigger_ids=tuple(run.trigger_message_ids),
         hop=run.hop,
         at_ceiling=len(in_flight) + 1 >= ceiling,
+    )
+
+
+def _lease(session: AsyncSession, run: Run, items: Sequence[InboxItem], owner: str, seconds: float) -> None:
+    """The run is ours until the lease expires (a new token fences off any previous owner)."""
+    stamp = now(session)
+    run.lease_owner = owner
+    run.lease_token += 1
+    run.lease_expires_at = stamp + timedelta(seconds=seconds)
+    for item in items:
+        item.status = check(ItemStatus, item.status, ItemStatus.PROCESSING)
+        item.attempts += 1
+        item.claimed_by_run = run.id
+        item.updated_at = stamp
+
+
+def _log_claim(session: AsyncSession, bot: Actor, run: Run, items: Sequence[InboxItem], resume: bool) -> None:
+    verb = "resumed" if resume else "started"
+    log_activity(
+        session,
+        f"run.{verb}",
+        f"@{bot.handle} {verb} a run on {len(items)} item(s)",
+        thread_id=run.thread_id,
+        actor_id=bot.id,
+        actor_handle=bot.handle,
+        run_id=run.id,
+        detail={"items": [i.id for i in items], "triggers": run.trigger_message_ids},
     )
 
 
