@@ -26,6 +26,13 @@ class DeferredSaver(BaseCheckpointSaver[str]):
     anyway). A run that pauses for a human is persisted — the latest checkpoint and its pending
     writes, which is what resuming needs — so it survives a restart. Reads fall back to the durable
     saver, which is how a resumed run finds its state.
+
+    A resumed run starts from a checkpoint that is durable only, and LangGraph writes against that
+    checkpoint (the resume value; a new interrupt when the same node asks again, which makes no new
+    checkpoint). Those writes go straight to the durable saver, next to their checkpoint: there reads
+    find them and the real saver's rules for repeated writes apply, and ``persist`` has nothing more
+    to copy. Any run's transcript is deleted when it ends or is recovered, so this never leaves half
+    a run behind. Lists merge both savers, since a resumed run's history is in both.
     """
 
     def __init__(self, durable: BaseCheckpointSaver[str]) -> None:
@@ -41,9 +48,12 @@ class DeferredSaver(BaseCheckpointSaver[str]):
     def get_next_version(self, current: str | None, channel: None) -> str:
         return self.durable.get_next_version(current, channel)
 
+    def _is_fresh(self, config: RunnableConfig) -> bool:
+        return config["configurable"].get("thread_id") in self._fresh
+
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         found = await self.memory.aget_tuple(config)
-        if found is not None or config["configurable"].get("thread_id") in self._fresh:
+        if found is not None or self._is_fresh(config):
             return found
         return await self.durable.aget_tuple(config)
 
@@ -55,13 +65,18 @@ class DeferredSaver(BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        found = False
-        async for item in self.memory.alist(config, filter=filter, before=before, limit=limit):
-            found = True
+        """Both savers' checkpoints, newest first: a resumed run has older ones durable, newer in memory."""
+        found = [t async for t in self.memory.alist(config, filter=filter, before=before, limit=limit)]
+        if config is None or not self._is_fresh(config):
+            seen = {_key(t.config) for t in found}
+            found += [
+                t
+                async for t in self.durable.alist(config, filter=filter, before=before, limit=limit)
+                if _key(t.config) not in seen and not self._is_fresh(t.config)
+            ]
+        found.sort(key=lambda t: t.checkpoint["id"], reverse=True)  # ids are time-ordered (uuid6)
+        for item in found[:limit]:
             yield item
-        if not found:
-            async for item in self.durable.alist(config, filter=filter, before=before, limit=limit):
-                yield item
 
     async def aput(
         self,
@@ -75,10 +90,25 @@ class DeferredSaver(BaseCheckpointSaver[str]):
     async def aput_writes(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
     ) -> None:
-        await self.memory.aput_writes(config, writes, task_id, task_path)
+        """Save writes where their checkpoint is: in memory, or durable for the one a run resumed from."""
+        saver = self.durable if await self._is_durable_only(config) else self.memory
+        await saver.aput_writes(config, writes, task_id, task_path)
+
+    async def _is_durable_only(self, config: RunnableConfig) -> bool:
+        # LangGraph may save writes before the checkpoint they belong to (its saves run in the
+        # background), so a checkpoint missing from memory is not yet taken for a durable one.
+        thread_id, checkpoint_ns, checkpoint_id = _key(config)
+        in_memory = checkpoint_id in self.memory.storage.get(thread_id, {}).get(checkpoint_ns, {})
+        if in_memory or self._is_fresh(config):
+            return False
+        return await self.durable.aget_tuple(config) is not None
 
     async def persist(self, thread_id: str) -> None:
-        """Copy the thread's latest checkpoint and its pending writes to the durable saver."""
+        """Copy the thread's latest checkpoint and its pending writes to the durable saver.
+
+        Without a checkpoint in memory (a resumed run that paused again in the same step) its
+        checkpoint and writes are durable already.
+        """
         latest = await self.memory.aget_tuple({"configurable": {"thread_id": thread_id}})
         if latest is None:
             return
@@ -99,3 +129,8 @@ class DeferredSaver(BaseCheckpointSaver[str]):
     async def adelete_thread(self, thread_id: str) -> None:
         await self.discard(thread_id)
         await self.durable.adelete_thread(thread_id)
+
+
+def _key(config: RunnableConfig) -> tuple[str, str, str]:
+    conf = config["configurable"]
+    return conf["thread_id"], conf.get("checkpoint_ns", ""), conf.get("checkpoint_id", "")

@@ -17,9 +17,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from openbot.core.ids import new_id
 from openbot.core.scheduling import Batch, ItemKind, QueuedItem, pick
 from openbot.core.states import ACTIVE_RUNS, IN_FLIGHT_RUNS, ItemStatus, RunStatus, check
-from openbot.runtime.runs.events import journal_run, move
+from openbot.runtime.runs.events import journal_run, log_run, move
 from openbot.store.db import dialect, now
-from openbot.store.journal import log_activity
 from openbot.store.models import Actor, BotProfile, InboxItem, Message, Run
 
 _MAX_SCAN = 1000  # queued items read per claim
@@ -108,14 +107,12 @@ def _lease(session: AsyncSession, run: Run, items: Sequence[InboxItem], owner: s
 
 def _log_claim(session: AsyncSession, bot: Actor, run: Run, items: Sequence[InboxItem], resume: bool) -> None:
     verb = "resumed" if resume else "started"
-    log_activity(
+    log_run(
         session,
         f"run.{verb}",
         f"@{bot.handle} {verb} a run on {len(items)} item(s)",
-        thread_id=run.thread_id,
-        actor_id=bot.id,
-        actor_handle=bot.handle,
-        run_id=run.id,
+        run,
+        bot,
         detail={"items": [i.id for i in items], "triggers": run.trigger_message_ids},
     )
 

@@ -16,9 +16,8 @@ from openbot.core.scheduling import ItemKind
 from openbot.core.states import ACTIVE_RUNS, ItemStatus, RunStatus, check
 from openbot.runtime import notices
 from openbot.runtime.delivery.post import Delivery
-from openbot.runtime.runs.events import add_run_event, journal_run, move
+from openbot.runtime.runs.events import add_run_event, journal_run, log_run, move
 from openbot.store.db import now, wake_after_commit
-from openbot.store.journal import log_activity
 from openbot.store.models import Actor, InboxItem, Run, Thread
 
 
@@ -61,15 +60,13 @@ async def end_run(
         bot.handle, run.id, run.hop, cancelled=cancelled, error=error, requeued=requeued
     )
     await delivery.notify(session, thread, notice)
-    log_activity(
+    log_run(
         session,
         f"run.{status}",
         notice.text,
+        run,
+        bot,
         level="warning",
-        thread_id=thread.id,
-        actor_id=bot.id,
-        actor_handle=bot.handle,
-        run_id=run.id,
         detail={**error, "requeued": requeued},
     )
 

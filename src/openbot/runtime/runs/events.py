@@ -16,12 +16,36 @@ from openbot.core.errors import StaleLease
 from openbot.core.states import RunStatus, check
 from openbot.runtime.views import run_event_view, run_view
 from openbot.store.db import dialect, now
-from openbot.store.journal import append_event
+from openbot.store.journal import append_event, log_activity
 from openbot.store.models import Actor, Run, RunEvent, Thread
 
 
 def journal_run(session: AsyncSession, run: Run, bot_handle: str) -> None:
     append_event(session, "run.updated", run_view(run, bot_handle), run.thread_id)
+
+
+def log_run(
+    session: AsyncSession,
+    event: str,
+    summary: str,
+    run: Run,
+    bot: Actor,
+    *,
+    level: str = "info",
+    detail: dict[str, Any] | None = None,
+) -> None:
+    """An activity row about a run of ``bot`` (its thread, bot and run filled in)."""
+    log_activity(
+        session,
+        event,
+        summary,
+        level=level,
+        thread_id=run.thread_id,
+        actor_id=bot.id,
+        actor_handle=bot.handle,
+        run_id=run.id,
+        detail=detail,
+    )
 
 
 def move(run: Run, target: RunStatus) -> None:

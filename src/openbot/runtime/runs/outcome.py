@@ -22,9 +22,8 @@ from openbot.runtime.delivery.holds import release_holds
 from openbot.runtime.delivery.inbox import enqueue
 from openbot.runtime.delivery.post import Delivery
 from openbot.runtime.runs.claim import Claim
-from openbot.runtime.runs.events import add_run_event, fenced, journal_run, move
+from openbot.runtime.runs.events import add_run_event, fenced, journal_run, log_run, move
 from openbot.store.db import now
-from openbot.store.journal import log_activity
 from openbot.store.models import Actor, InboxItem, Run, Thread, ThreadParticipant
 
 
@@ -70,14 +69,12 @@ async def _pause(
     await settle(session, items, ItemStatus.DONE, now(session))
     await _ask_humans(session, run, thread)
     journal_run(session, run, bot.handle)
-    log_activity(
+    log_run(
         session,
         "run.waiting_human",
         f"@{bot.handle} is waiting for a human",
-        thread_id=thread.id,
-        actor_id=bot.id,
-        actor_handle=bot.handle,
-        run_id=run.id,
+        run,
+        bot,
         detail=interrupt,
     )
 
@@ -98,15 +95,13 @@ async def _fail(
     await settle(session, items, ItemStatus.FAILED, run.finished_at)
     journal_run(session, run, bot.handle)
     await delivery.notify(session, thread, notices.run_failed(bot.handle, run.id, run.hop, error))
-    log_activity(
+    log_run(
         session,
         "run.failed",
         f"@{bot.handle}'s run failed: {error.get('message')}",
+        run,
+        bot,
         level="error",
-        thread_id=thread.id,
-        actor_id=bot.id,
-        actor_handle=bot.handle,
-        run_id=run.id,
         detail=error,
     )
 
@@ -127,14 +122,12 @@ async def _complete(
         result = await delivery.post(session, thread, reply, sender=bot, hop=run.hop + 1, run_id=run.id)
         await add_run_event(session, run, "message", {"message_id": result.message.id})
     journal_run(session, run, bot.handle)
-    log_activity(
+    log_run(
         session,
         "run.completed",
         f"@{bot.handle} completed a run",
-        thread_id=thread.id,
-        actor_id=bot.id,
-        actor_handle=bot.handle,
-        run_id=run.id,
+        run,
+        bot,
     )
 
 

@@ -17,9 +17,8 @@ from openbot.core.scheduling import ItemKind
 from openbot.core.states import OPEN_ITEMS, ItemStatus, RunStatus, check
 from openbot.runtime.commands import ResumeBody
 from openbot.runtime.delivery.inbox import enqueue
-from openbot.runtime.runs.events import add_run_event
+from openbot.runtime.runs.events import add_run_event, log_run
 from openbot.store.db import now
-from openbot.store.journal import log_activity
 from openbot.store.models import Actor, InboxItem, Run, RunEvent
 
 
@@ -88,14 +87,12 @@ async def request_resume(session: AsyncSession, run_id: str, body: ResumeBody) -
     )
     await add_run_event(session, run, "resumed", {"value": value})
     await enqueue(session, bot, run.thread_id, kind=ItemKind.RESUME, run_id=run.id)
-    log_activity(
+    log_run(
         session,
         "run.resume_requested",
         f"a human answered @{bot.handle}",
-        thread_id=run.thread_id,
-        actor_id=bot.id,
-        actor_handle=bot.handle,
-        run_id=run.id,
+        run,
+        bot,
     )
     return run, bot
 

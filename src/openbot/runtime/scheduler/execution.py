@@ -37,6 +37,7 @@ async def execute(system: ActorSystem, claim: Claim) -> None:
             current = asyncio.current_task()
             if execution.cancelled() and not (current and current.cancelling()):
                 return  # cancelled through the API or the heartbeat: the run's end is written already
+            execution.cancel()  # the system is stopping: the agent task stops with its owner
             raise
         terminal = outcome.interrupt is None
         async with system.db.transaction() as s:
