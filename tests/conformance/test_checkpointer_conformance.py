@@ -17,7 +17,7 @@ checkpointer passes. This file runs:
   ``DeferredSaver`` over the same durable saver (a restarted server) resumes from them;
   ``adelete_thread`` removes both copies;
 - the suite's put_writes and list checks once more for a resumed run, whose checkpoint is durable
-  while what it adds is in memory: the bugs found there are marked ``xfail(strict=True)``.
+  while what it adds is in memory (both found bugs in ``DeferredSaver``, fixed since).
 """
 
 from __future__ import annotations
@@ -401,14 +401,9 @@ async def test_adelete_thread_removes_the_memory_and_the_durable_copies(
 
 # -- (d) a resumed run: its checkpoint is durable, what it adds is in memory ------------------------
 #
-# Bugs found here are marked xfail(strict=True): fix DeferredSaver, then drop the mark.
-
-WRITES_TO_A_DURABLE_CHECKPOINT = (
-    "DeferredSaver bug: writes that a resumed run puts against the durable checkpoint it resumed from "
-    "(the resume value, a new interrupt) stay in memory, where aget_tuple does not look (it finds no "
-    "checkpoint in memory and reads the durable copy without them) and persist() does not look either "
-    "(no checkpoint in memory: it returns at once), so they are lost"
-)
+# Writes that a resumed run puts against the durable checkpoint it resumed from (the resume value, a
+# new interrupt) once stayed in memory, where neither aget_tuple nor persist() looked, so they were
+# lost; and alist read the durable saver only when memory had nothing to list.
 
 
 async def resumed_from_a_pause(
@@ -428,7 +423,6 @@ async def resumed_from_a_pause(
     return saver, saved
 
 
-@pytest.mark.xfail(strict=True, reason=WRITES_TO_A_DURABLE_CHECKPOINT)
 async def test_writes_against_the_durable_checkpoint_are_read_back_and_persisted(
     durable: BaseCheckpointSaver[str],
 ) -> None:
@@ -463,15 +457,13 @@ def ask_twice_graph(checkpointer: BaseCheckpointSaver[Any]) -> Any:
     return builder.compile(checkpointer=checkpointer)
 
 
-@pytest.mark.xfail(strict=True, reason=WRITES_TO_A_DURABLE_CHECKPOINT)
 async def test_a_node_that_asks_twice_keeps_its_first_answer_across_a_restart(
     backend: str, tmp_path: Path
 ) -> None:
     """A resumed node that pauses again writes no new checkpoint: only writes against the old one.
 
-    With the durable saver alone this passes; through DeferredSaver the first answer and the second
-    question are lost at the restart, the run asks its first question again, and the answer to the
-    second question is taken for the first.
+    If those writes were lost at the restart, the run would ask its first question again and take
+    the answer to the second question for the first.
     """
     thread_id = f"run_{uuid.uuid4().hex}"
     async with open_durable(backend, tmp_path) as durable:
@@ -502,14 +494,6 @@ async def test_a_node_that_asks_twice_keeps_its_first_answer_across_a_restart(
             await saver.adelete_thread(thread_id)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "DeferredSaver bug: alist reads the durable saver only when memory has nothing to list, so a "
-        "resumed run's history omits its persisted checkpoints, while a filter or a 'before' that "
-        "excludes the memory ones does return them"
-    ),
-)
 async def test_list_of_a_resumed_run_includes_its_persisted_checkpoint(
     durable: BaseCheckpointSaver[str],
 ) -> None:
