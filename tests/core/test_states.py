@@ -7,8 +7,8 @@ import pytest
 from openbot.core.errors import ErrorCode, IllegalTransition
 from openbot.core.states import (
     ACTIVE_RUNS,
-    TERMINAL_RUNS,
     RUN_MOVES,
+    TERMINAL_RUNS,
     HoldStatus,
     ItemStatus,
     RunStatus,
