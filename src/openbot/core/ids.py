@@ -10,13 +10,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import NewType
-
-ActorId = NewType("ActorId", str)
-ThreadId = NewType("ThreadId", str)
-MessageId = NewType("MessageId", str)
-RunId = NewType("RunId", str)
-ItemId = NewType("ItemId", str)
 
 _lock = threading.Lock()
 _last = 0
