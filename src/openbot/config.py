@@ -34,6 +34,8 @@ class Settings(BaseSettings):
     heartbeat_seconds: float = Field(15.0, gt=0, validation_alias=_env("SSE_HEARTBEAT_SECONDS"))
     journal_retention_days: float = Field(7.0, gt=0, validation_alias=_env("JOURNAL_RETENTION_DAYS"))
     drain_seconds: float = Field(10.0, ge=0, validation_alias=_env("DRAIN_SECONDS"))
+    # False in an API process whose runs are executed by separate `openbot worker` processes.
+    run_workers: bool = Field(True, validation_alias=_env("RUN_WORKERS"))
     max_body_bytes: int = Field(1_048_576, validation_alias=_env("MAX_BODY_BYTES"))
 
     def resolved_database_url(self) -> str:

@@ -6,6 +6,7 @@ dialect: a transaction reads the time with :func:`now` and locks through :func:`
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from datetime import datetime
@@ -46,6 +47,8 @@ class Database:
 
     def __init__(self, url: str, *, clock: Clock | None = None, echo: bool = False) -> None:
         self.url = normalise_url(url)
+        #: This process's name in cross-process announcements (``Dialect.announce``).
+        self.instance = os.urandom(6).hex()
         self.clock: Clock = clock or SystemClock()
         self.dialect: Dialect = dialect_for(self.url)
         path = make_url(self.url).database if self.dialect.name == "sqlite" else None

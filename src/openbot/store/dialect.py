@@ -8,7 +8,9 @@ transaction-scoped advisory lock for the journal.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -23,6 +25,9 @@ from openbot.store.models import Actor, Base, Thread
 
 S = TypeVar("S", bound=Select[*tuple[Any, ...]])
 
+log = logging.getLogger(__name__)
+
+CHANNEL = "openbot"  # LISTEN/NOTIFY channel: "the journal moved, mail may be waiting"
 _JOURNAL_LOCK = 0x0B07
 _THREADS_LOCKED = "openbot_threads_locked"  # cleared at commit and rollback (store.db)
 _CHUNK = 500  # rows per multi-row INSERT, well under SQLite's limit on bound parameters
@@ -70,6 +75,15 @@ class Dialect:
             ids = sorted(session.execute(table.insert().values(values).returning(key)).scalars())
             for row, id_ in zip(chunk, ids, strict=True):
                 row.id = id_  # type: ignore[attr-defined]
+
+    def announce(self, session: Session, sender: str) -> None:
+        """Tell other processes that this transaction wrote journal rows (and maybe mail)."""
+
+    async def listen(self, url: str, heard: Callable[[str], None]) -> None:
+        """Call ``heard(sender)`` for every announcement of another transaction, until cancelled.
+
+        One process per database: there is nobody else to hear.
+        """
 
     async def open_checkpointer(self, url: str, stack: AsyncExitStack) -> BaseCheckpointSaver[str]:
         """A ``langgraph.db`` file beside the main database."""
@@ -125,6 +139,27 @@ class PostgresDialect(Dialect):
             session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _JOURNAL_LOCK})
         session.add_all(rows)
         session.flush()
+
+    def announce(self, session: Session, sender: str) -> None:
+        """One NOTIFY per transaction, last. NOTIFY takes a database-wide lock at commit and so
+        serialises committers: never more than one. The payload (the sender) only lets a process
+        skip its own announcements; the poll stays the truth."""
+        session.execute(text("SELECT pg_notify(:channel, :sender)"), {"channel": CHANNEL, "sender": sender})
+
+    async def listen(self, url: str, heard: Callable[[str], None]) -> None:
+        """LISTEN on a connection of its own; reconnect after a failure (the poll covers the gap)."""
+        import psycopg
+
+        plain = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+        while True:
+            try:
+                async with await psycopg.AsyncConnection.connect(plain, autocommit=True) as conn:
+                    await conn.execute(f"LISTEN {CHANNEL}")
+                    async for notice in conn.notifies():
+                        heard(notice.payload)
+            except psycopg.OperationalError:
+                log.warning("lost the LISTEN connection; reconnecting", exc_info=True)
+                await asyncio.sleep(1)
 
     async def open_checkpointer(self, url: str, stack: AsyncExitStack) -> BaseCheckpointSaver[str]:
         """The same database, through a psycopg pool of its own."""

@@ -42,11 +42,13 @@ def _write_journal(session: Session) -> None:
         return
     activity: list[ActivityLog] = [row for row in session.info.get(_ACTIVITY) or () if row.id is None]
     pending: list[Event] = session.info.get(_JOURNAL) or []
-    dialect = database_of(session).dialect
+    database = database_of(session)
+    dialect = database.dialect
     if activity:
         dialect.append(session, activity, journal=False)
     if pending:
         dialect.append(session, pending, journal=True)
+        dialect.announce(session, database.instance)
 
 
 def _heads(events: list[Event]) -> dict[str | None, int]:

@@ -47,6 +47,7 @@ class ActorSystem:
         self.maintenance = Maintenance(self)
         self._group: asyncio.TaskGroup | None = None
         self._tick = asyncio.Event()
+        self._poll_wanted = asyncio.Event()
         self.unpaused = asyncio.Event()
         self.unpaused.set()
         self._started = asyncio.Event()
@@ -59,6 +60,8 @@ class ActorSystem:
             self._group = group
             await self.recover(expired_only=self.db.dialect.shared)
             group.create_task(self._maintain_forever(), name="openbot-maintain")
+            group.create_task(self._poll_when_asked(), name="openbot-poll")
+            group.create_task(self.db.dialect.listen(self.db.url, self.heard), name="openbot-listen")
             await self.wake_queued()
             self._started.set()
             await asyncio.Future()  # until cancelled
@@ -68,7 +71,7 @@ class ActorSystem:
 
     def notify(self, bot_ids: Iterable[str]) -> None:
         """Wake the workers of these bots (creating them on first use)."""
-        for bot_id in bot_ids:
+        for bot_id in bot_ids if self.settings.run_workers else ():
             worker = self.workers.get(bot_id)
             if worker is None:
                 if self._group is None:
@@ -90,6 +93,23 @@ class ActorSystem:
                 )
             ).all()
         self.notify(bot_ids)
+
+    def heard(self, sender: str) -> None:
+        """Another process committed journal rows (and maybe mail): look for work, tell readers."""
+        if sender == self.db.instance:
+            return  # our own commit: its wake-ups went out in-process already
+        self.db.journal_committed({None: 0})
+        self._poll_wanted.set()
+
+    async def _poll_when_asked(self) -> None:
+        """Coalesce announcements: one look for queued mail however many arrived meanwhile."""
+        while True:
+            await self._poll_wanted.wait()
+            self._poll_wanted.clear()
+            try:
+                await self.wake_queued()
+            except Exception:  # supervision boundary: the maintenance poll tries again
+                log.exception("poll after an announcement failed")
 
     def pause(self) -> None:
         """Stop starting runs (in-flight runs finish). Tests use it to stage mail; operators to drain."""

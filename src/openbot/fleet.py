@@ -1,0 +1,65 @@
+"""Running OpenBot as a fleet on PostgreSQL: worker processes, and `serve --workers N`.
+
+A worker is a runtime without HTTP: it claims and runs bots' mail from the shared database. Any
+number of workers and API processes can share one PostgreSQL database; leases, fencing and the
+bot-row lock keep each bot within its ceiling across them, LISTEN/NOTIFY wakes them within
+milliseconds, and the periodic poll stays the truth.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import sys
+
+from openbot.config import Settings
+from openbot.runtime.engine import Runtime
+
+log = logging.getLogger(__name__)
+
+
+class FleetError(Exception):
+    """The configuration cannot run as a fleet (SQLite is one process)."""
+
+
+def require_shared_database(settings: Settings) -> None:
+    url = settings.database_url or ""
+    if not url.startswith(("postgresql", "postgres")):
+        raise FleetError(
+            "workers need PostgreSQL (set OPENBOT_DATABASE_URL); SQLite is single-process: "
+            "use `openbot serve` alone"
+        )
+
+
+async def run_worker(settings: Settings) -> None:
+    """Run bots until SIGTERM or SIGINT; in-flight runs get the drain period to finish."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    async with Runtime(settings) as rt:
+        log.info("worker %s running bots on %s", rt.system.owner, rt.db.backend)
+        await stop.wait()
+
+
+def spawn_workers(count: int, data_dir: str) -> list[subprocess.Popen[bytes]]:
+    """Start ``count`` `openbot worker` processes with this process's environment."""
+    env = {**os.environ, "OPENBOT_DATA_DIR": data_dir, "OPENBOT_RUN_WORKERS": "1"}
+    command = [sys.executable, "-m", "openbot.cli", "worker"]
+    return [subprocess.Popen(command, env=env) for _ in range(count)]
+
+
+def stop_workers(workers: list[subprocess.Popen[bytes]], timeout: float) -> None:
+    for process in workers:
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(signal.SIGTERM)
+    for process in workers:
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

@@ -1,0 +1,59 @@
+"""Scale-out on PostgreSQL: processes that share one database wake each other with NOTIFY."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from conftest import PG_URL, Boot, Team
+from openbot.runtime.engine import Runtime
+
+pytestmark = pytest.mark.skipif(not PG_URL, reason="scale-out needs PostgreSQL (OPENBOT_TEST_DATABASE_URL)")
+
+
+@pytest.fixture
+def backend() -> str:
+    return "postgresql"
+
+
+async def wait_for(rt: Runtime, check: Callable[[], Awaitable[bool]], timeout: float = 10) -> None:
+    """Wait on ``rt``'s journal signals until ``check`` holds."""
+    sub = rt.bus.subscribe()
+    try:
+        async with asyncio.timeout(timeout):
+            while not await check():
+                await sub.next(timeout=timeout)
+    finally:
+        sub.close()
+
+
+async def test_a_post_in_one_process_wakes_a_worker_in_another(boot: Boot) -> None:
+    """The runtimes run on a fake clock, so no poll ever runs: only NOTIFY can wake ``worker``,
+    and only NOTIFY can tell ``api``'s event stream about the reply ``worker`` committed."""
+    async with boot() as api, boot() as worker:
+        api.system.pause()  # the API process runs no bots of its own
+        team = Team(api)
+        thread = await team.thread()
+        await team.post(thread, "@engineer hello from the other process")
+
+        async def answered() -> bool:
+            return any(m["sender"] and m["sender"]["handle"] == "engineer" for m in await team.messages(thread))
+
+        await wait_for(api, answered)
+        (run,) = await team.runs(thread)
+        assert run.status == "completed" and run.lease_owner == worker.system.owner
+
+
+async def test_an_announcement_from_elsewhere_reaches_this_process_s_readers(boot: Boot) -> None:
+    async with boot() as one, boot() as two:
+        sub = one.bus.subscribe()
+        try:
+            await Team(two).thread("made by two")  # a commit in two: a journal row, one NOTIFY
+            async with asyncio.timeout(10):
+                signal = await sub.next(timeout=10)
+                while signal is None or signal.type != "journal":
+                    signal = await sub.next(timeout=10)
+        finally:
+            sub.close()
