@@ -1,9 +1,10 @@
 """Run the benchmarks and print one JSON report on stdout (progress goes to stderr).
 
-    python -m benchmarks.run [--scenario hop|bare|throughput|all] [--quick]
+    python -m benchmarks.run [--scenario hop|bare|throughput|fleet|all] [--quick]
 
 ``OPENBOT_BENCH_DATABASE_URL`` (e.g. ``postgresql+psycopg://postgres@127.0.0.1:5432/openbot_bench``)
-adds a PostgreSQL throughput run; that database is emptied first. See ``docs/benchmarks.md``.
+adds the PostgreSQL runs (throughput, and the fleet of worker processes); that database is emptied
+first. See ``docs/benchmarks.md``.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ import sys
 import time
 from typing import Any
 
-from benchmarks import bare, hop, report, throughput
+from benchmarks import bare, fleet, hop, report, throughput
 
-SCENARIOS = ("hop", "bare", "throughput")
+SCENARIOS = ("hop", "bare", "throughput", "fleet")
 
 
 async def collect(scenarios: list[str], quick: bool) -> dict[str, Any]:
@@ -36,6 +37,10 @@ async def collect(scenarios: list[str], quick: bool) -> dict[str, Any]:
     if "throughput" in scenarios:
         load = throughput.QUICK if quick else throughput.FULL
         out["throughput"] = await throughput.run(load, os.environ.get("OPENBOT_BENCH_DATABASE_URL"))
+    if "fleet" in scenarios:
+        load = throughput.QUICK if quick else throughput.FULL
+        url = os.environ.get("OPENBOT_BENCH_DATABASE_URL")
+        out["fleet"] = await fleet.run(url, load, 30 if quick else 200)
     out["load_average_1m_after"] = report.load_average()
     out["seconds"] = round(time.perf_counter() - started, 1)
     out["targets"] = report.targets(out)

@@ -47,12 +47,15 @@ class Server:
 
 
 @asynccontextmanager
-async def running_server(wrapper: Sequence[str] = ()) -> AsyncIterator[Server]:
+async def running_server(
+    wrapper: Sequence[str] = (), env: dict[str, str] | None = None
+) -> AsyncIterator[Server]:
     """Start ``openbot serve`` and yield it once ``/api/v1/health`` answers.
 
     ``wrapper`` runs the server under another Python entry point, e.g. a profiler:
-    ``("-m", "pyinstrument", "-o", "out.html", "-r", "html")``. On exit the server gets SIGINT,
-    so uvicorn shuts down cleanly (and a wrapping profiler writes its report).
+    ``("-m", "pyinstrument", "-o", "out.html", "-r", "html")``; ``env`` adds ``OPENBOT_*`` settings.
+    On exit the server gets SIGINT, so uvicorn shuts down cleanly (and a wrapping profiler writes
+    its report).
     """
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="openbot-bench-") as tmp:
@@ -72,7 +75,7 @@ async def running_server(wrapper: Sequence[str] = ()) -> AsyncIterator[Server]:
                 str(Path(tmp) / "data"),
                 stdout=log_file,
                 stderr=asyncio.subprocess.STDOUT,
-                env=server_env(),
+                env={**server_env(), **(env or {})},
             )
             base_url = f"http://127.0.0.1:{port}"
             try:
