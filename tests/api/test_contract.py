@@ -17,6 +17,16 @@ def _error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
     return dict(body["error"])
 
 
+async def _saves_todos_once_approved(
+    team: Team, handle: str, todos: list[dict[str, str]], reply: str
+) -> None:
+    """Script ``handle`` to call ``todo_write`` with ``todos`` on any message, a call a human approves."""
+    call = {"name": "todo_write", "args": {"todos": todos}}
+    await team.script(
+        handle, [{"match": ".", "reply": reply, "tool_calls": [call]}], approval_tools=["todo_write"]
+    )
+
+
 async def test_info_health_and_openapi(client: httpx.AsyncClient) -> None:
     info = (await client.get("/api/v1")).json()
     assert info["name"] == "openbot" and info["protocol_version"] == 1 and info["version"]
@@ -132,22 +142,9 @@ async def test_resume_of_a_run_that_is_not_waiting_is_a_conflict(
 
 
 async def test_resume_body_that_does_not_fit_the_interrupt(client: httpx.AsyncClient, team: Team) -> None:
-    await team.script(
-        "engineer",
-        [{"match": ".", "reply": "ok", "tool_calls": [{"name": "ask_human", "args": {"question": "Ship?"}}]}],
-    )
-    await team.script(
-        "qa",
-        [
-            {
-                "match": ".",
-                "reply": "saved: {tool_result}",
-                "tool_calls": [
-                    {"name": "todo_write", "args": {"todos": [{"content": "retest", "status": "pending"}]}}
-                ],
-            }
-        ],
-        approval_tools=["todo_write"],
+    await team.asks("engineer", "Ship?", reply="ok")
+    await _saves_todos_once_approved(
+        team, "qa", [{"content": "retest", "status": "pending"}], "saved: {tool_result}"
     )
     thread = await team.thread()
     await team.post(thread, "@engineer @qa go")
@@ -176,18 +173,8 @@ async def test_resume_body_that_does_not_fit_the_interrupt(client: httpx.AsyncCl
 
 
 async def test_approve_edit_and_reject_decisions(client: httpx.AsyncClient, team: Team) -> None:
-    await team.script(
-        "qa",
-        [
-            {
-                "match": ".",
-                "reply": "result: {tool_result}",
-                "tool_calls": [
-                    {"name": "todo_write", "args": {"todos": [{"content": "a", "status": "pending"}]}}
-                ],
-            }
-        ],
-        approval_tools=["todo_write"],
+    await _saves_todos_once_approved(
+        team, "qa", [{"content": "a", "status": "pending"}], "result: {tool_result}"
     )
     outcomes = {}
     for decision in (
@@ -210,16 +197,7 @@ async def test_approve_edit_and_reject_decisions(client: httpx.AsyncClient, team
 
 
 async def test_cancel_a_waiting_run_unparks_the_thread(client: httpx.AsyncClient, team: Team) -> None:
-    await team.script(
-        "engineer",
-        [
-            {
-                "match": "ask",
-                "reply": "ok",
-                "tool_calls": [{"name": "ask_human", "args": {"question": "Ship?"}}],
-            }
-        ],
-    )
+    await team.asks("engineer", "Ship?", match="ask", reply="ok")
     thread = await team.thread()
     await team.post(thread, "@engineer ask")
     await team.idle()
@@ -237,10 +215,7 @@ async def test_cancel_a_waiting_run_unparks_the_thread(client: httpx.AsyncClient
 
 
 async def test_delete_bot_refuses_while_it_has_open_runs(client: httpx.AsyncClient, team: Team) -> None:
-    await team.script(
-        "engineer",
-        [{"match": ".", "reply": "ok", "tool_calls": [{"name": "ask_human", "args": {"question": "?"}}]}],
-    )
+    await team.asks("engineer", "?", reply="ok")
     thread = await team.thread()
     await team.post(thread, "@engineer go")
     await team.idle()
@@ -268,7 +243,17 @@ async def test_status_counts(client: httpx.AsyncClient, team: Team) -> None:
     status = (await client.get("/api/v1/status")).json()
     assert status["runs"] == {"queued": 0, "running": 0, "waiting_human": 0}
     assert status["mailboxes"] == {"queued": 0, "processing": 0, "parked": 0}
-    assert isinstance(status["workers"], int)
+    assert status["workers"] == 0  # a bot's worker starts when the bot is first woken
+    thread = await team.thread()
+
+    async def workers_after(content: str) -> int:
+        await team.post(thread, content)
+        await team.idle()
+        return int((await client.get("/api/v1/status")).json()["workers"])
+
+    assert await workers_after("@engineer @qa go") == 2
+    assert await workers_after("@engineer again") == 2  # one worker per bot, kept
+    assert await workers_after("anyone?") == 3  # to the chief of staff: a third bot woken
 
 
 async def test_inbox_lists_and_acks(client: httpx.AsyncClient, team: Team) -> None:
@@ -286,10 +271,7 @@ async def test_inbox_lists_and_acks(client: httpx.AsyncClient, team: Team) -> No
 async def test_delete_thread_cancels_its_open_runs_and_removes_it(
     client: httpx.AsyncClient, team: Team
 ) -> None:
-    await team.script(
-        "engineer",
-        [{"match": ".", "reply": "ok", "tool_calls": [{"name": "ask_human", "args": {"question": "?"}}]}],
-    )
+    await team.asks("engineer", "?", reply="ok")
     thread = await team.thread()
     await team.post(thread, "@engineer go")
     await team.idle()

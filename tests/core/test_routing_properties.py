@@ -6,7 +6,10 @@ random senders (including the system) and hop states: ``plan_route`` must follow
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from dataclasses import replace
+
+import pytest
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from openbot.core.mentions import parse_mentions
@@ -169,7 +172,7 @@ def test_a_human_message_fans_out_and_resets_the_hop_notice(data: RouteInput) ->
         # Every actionable target, in order, whatever the hop (hops only brake bot-to-bot).
         assert list(plan.wake) == [h for h in targets if _actionable(data, h)]
     else:
-        assert list(plan.wake) == _expected_default(data)
+        assert len(plan.wake) <= 1  # who, exactly: the unaddressed-message tests below
 
 
 @given(route_inputs(sender_kind=ActorKind.EXTERNAL))
@@ -180,15 +183,6 @@ def test_an_external_message_fans_out_but_does_not_reset_the_hop_notice(data: Ro
     if targets:
         assert list(plan.wake) == [h for h in targets if _actionable(data, h)]
     assert not plan.reset_hop_notice  # "reset by any human message" (invariant 11)
-
-
-def _expected_default(data: RouteInput) -> list[str]:
-    """No mention: the default bot, else @chief_of_staff, else the only bot in the thread."""
-    for handle in (data.default_bot, data.fallback_bot):
-        if handle and _actionable(data, handle):
-            return [handle]
-    bots = [h for h in data.participants if _actionable(data, h)]
-    return bots if len(bots) == 1 else []
 
 
 @given(route_inputs())
@@ -212,6 +206,149 @@ def test_notify_is_every_non_bot_participant_except_the_sender(data: RouteInput)
     expected = [h for h in dict.fromkeys(everyone) if not _is_bot(data, h) and h != sender]
     assert list(plan.notify) == expected
     assert not set(plan.notify) & set(plan.wake)
+
+
+# ── a human message that addresses nobody (DESIGN §5): the thread's default bot, else ───────────
+# @chief_of_staff, else the thread's only bot, else nobody. Each clause is its own property, on
+# inputs built so that the clause applies, plus hand-worked examples.
+
+
+def _unaddressed(data: RouteInput) -> RouteInput:
+    """The same message without a known target (mentions of unknown handles stay: they name nobody)."""
+    return replace(data, to=(), mentions=tuple(h for h in data.mentions if h not in data.actors))
+
+
+unaddressed_human_messages = route_inputs(sender_kind=ActorKind.HUMAN).map(_unaddressed)
+CANNOT_ACT = ("unset", "unknown", "disabled", ActorKind.HUMAN, ActorKind.EXTERNAL)
+
+
+def _with_actor(data: RouteInput, handle: str, kind: ActorKind, *, enabled: bool = True) -> RouteInput:
+    """The same input with ``handle`` known as this actor (the message still addresses nobody)."""
+    assert data.sender is not None and handle != data.sender.handle
+    actors = {**data.actors, handle: ActorRef(handle, kind, enabled)}
+    return replace(data, actors=actors, mentions=tuple(h for h in data.mentions if h != handle))
+
+
+def _default_that_cannot_act(data: RouteInput, why: str) -> RouteInput:
+    """The thread's default bot is unset, unknown, disabled, or not a bot."""
+    if why == "unset":
+        return replace(data, default_bot=None)
+    if why == "unknown":
+        return replace(data, default_bot="nobody")
+    kind = ActorKind.BOT if why == "disabled" else ActorKind(why)
+    return replace(_with_actor(data, "dflt", kind, enabled=why != "disabled"), default_bot="dflt")
+
+
+def _chief_that_cannot_act(data: RouteInput, why: str) -> RouteInput:
+    """@chief_of_staff is disabled or not a bot (or is the human who posts)."""
+    assert data.sender is not None
+    if data.sender.handle == FALLBACK:
+        return data
+    kind = ActorKind.BOT if why == "disabled" else ActorKind(why)
+    return _with_actor(data, FALLBACK, kind, enabled=why != "disabled")
+
+
+def _thread_bots(data: RouteInput) -> list[str]:
+    """The enabled bots among the thread's participants."""
+    return [h for h in data.participants if data.actors[h].kind is ActorKind.BOT and data.actors[h].enabled]
+
+
+@given(unaddressed_human_messages)
+def test_an_unaddressed_human_message_wakes_at_most_one_actionable_bot(data: RouteInput) -> None:
+    plan = plan_route(data)
+    assert len(plan.wake) <= 1
+    for handle in plan.wake:
+        assert _actionable(data, handle)
+        assert handle in (data.default_bot, FALLBACK) or handle in data.participants
+        assert handle in data.participants or handle in plan.new_participants  # it joins the thread
+
+
+@given(unaddressed_human_messages, st.sampled_from(KNOWN))
+def test_an_unaddressed_human_message_wakes_the_default_bot_when_it_can_act(
+    data: RouteInput, default: str
+) -> None:
+    assert data.sender is not None
+    assume(default != data.sender.handle)
+    data = replace(_with_actor(data, default, ActorKind.BOT), default_bot=default)
+    assert plan_route(data).wake == (default,)  # whoever else is in the thread, the chief included
+
+
+@given(unaddressed_human_messages, st.sampled_from(CANNOT_ACT))
+def test_an_unaddressed_human_message_falls_back_to_the_chief_of_staff(data: RouteInput, why: str) -> None:
+    assert data.sender is not None
+    assume(data.sender.handle != FALLBACK)
+    data = _with_actor(_default_that_cannot_act(data, why), FALLBACK, ActorKind.BOT)
+    plan = plan_route(data)
+    assert plan.wake == (FALLBACK,)
+    assert (FALLBACK in plan.new_participants) == (FALLBACK not in data.participants)
+
+
+@given(
+    unaddressed_human_messages,
+    st.sampled_from(CANNOT_ACT),
+    st.sampled_from(CANNOT_ACT[2:]),
+    st.lists(st.sampled_from(("joined1", "joined2")), unique=True),
+)
+def test_without_a_default_or_a_chief_the_thread_s_only_bot_is_woken_else_nobody(
+    data: RouteInput, why_default: str, why_chief: str, joined: list[str]
+) -> None:
+    data = _chief_that_cannot_act(_default_that_cannot_act(data, why_default), why_chief)
+    for handle in joined:  # zero, one or two more enabled bots in the thread
+        data = replace(_with_actor(data, handle, ActorKind.BOT), participants=(*data.participants, handle))
+    bots = _thread_bots(data)
+    assert plan_route(data).wake == (tuple(bots) if len(bots) == 1 else ())
+
+
+@given(unaddressed_human_messages)
+def test_mentions_of_unknown_handles_do_not_change_who_an_unaddressed_message_wakes(data: RouteInput) -> None:
+    assert plan_route(data).wake == plan_route(replace(data, mentions=())).wake
+
+
+@given(unaddressed_human_messages)
+def test_a_bot_outside_the_thread_never_counts_as_its_only_bot(data: RouteInput) -> None:
+    with_outsider = _with_actor(data, "outsider", ActorKind.BOT)
+    assert plan_route(with_outsider).wake == plan_route(data).wake
+
+
+def _human_posts_to_nobody(bots: str, participants: str, default: str | None) -> RouteInput:
+    """@you posts without a mention. ``bots``: handles, ``-handle`` for a disabled bot; @you and @pat
+    are humans."""
+    actors = {h: ActorRef(h, ActorKind.HUMAN) for h in ("you", "pat")}
+    for spec in bots.split():
+        handle = spec.removeprefix("-")
+        actors[handle] = ActorRef(handle, ActorKind.BOT, enabled=not spec.startswith("-"))
+    return RouteInput(
+        sender=actors["you"],
+        mentions=(),
+        to=(),
+        actors=actors,
+        participants=tuple(participants.split()),
+        default_bot=default,
+        fallback_bot=FALLBACK,
+    )
+
+
+@pytest.mark.parametrize(
+    ("bots", "participants", "default", "woken"),
+    [
+        ("aa bb chief_of_staff", "aa", "bb", "bb"),  # the default bot, even from outside the thread
+        ("-aa bb chief_of_staff", "aa bb", "aa", "chief_of_staff"),  # a disabled default: the chief
+        ("aa chief_of_staff", "aa", "pat", "chief_of_staff"),  # a human is no default bot
+        ("aa chief_of_staff", "aa", "zz", "chief_of_staff"),  # nor is an unknown handle
+        ("aa bb", "you aa", None, "aa"),  # no chief: the only bot in the thread
+        ("aa bb -chief_of_staff", "aa chief_of_staff", "zz", "aa"),  # a disabled chief is no chief
+        ("aa -bb", "aa bb pat", None, "aa"),  # a disabled bot does not count
+        ("aa bb", "aa bb", None, ""),  # two bots in the thread: nobody is guessed
+        ("aa bb", "you pat", None, ""),  # bots outside the thread do not count
+        ("-aa -chief_of_staff", "aa", "aa", ""),  # nothing can act
+    ],
+)
+def test_who_an_unaddressed_human_message_wakes(
+    bots: str, participants: str, default: str | None, woken: str
+) -> None:
+    plan = plan_route(_human_posts_to_nobody(bots, participants, default))
+    assert plan.wake == tuple(woken.split())
+    assert plan.notify == (() if "pat" not in participants else ("pat",))
 
 
 @settings(max_examples=200)

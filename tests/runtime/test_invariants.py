@@ -11,6 +11,7 @@ from sqlalchemy.exc import IntegrityError
 
 from conftest import Boot, Team
 from openbot.config import Settings
+from openbot.core.clock import FakeClock
 from openbot.core.ids import new_id
 from openbot.runtime import threads
 from openbot.runtime.commands import ResumeBody
@@ -23,6 +24,27 @@ async def _bot_id(team: Team, handle: str) -> str:
         return (await get_actor(s, handle)).id
 
 
+def _queued_item(team: Team, actor_id: str, **fields: Any) -> InboxItem:
+    """A queued inbox item row, written past the runtime (the schema alone must refuse a bad one)."""
+    now = team.rt.clock.now()
+    return InboxItem(
+        id=new_id("item"),
+        actor_id=actor_id,
+        kind="message",
+        status="queued",
+        attempts=0,
+        created_at=now,
+        updated_at=now,
+        **fields,
+    )
+
+
+async def _refused_by_the_schema(team: Team, row: object) -> None:
+    with pytest.raises(IntegrityError):
+        async with team.rt.db.transaction() as s:
+            s.add(row)
+
+
 async def test_invariant_1_every_inbox_item_belongs_to_exactly_one_thread(team: Team) -> None:
     thread = await team.thread()
     await team.post(thread, "@engineer @qa go")
@@ -32,36 +54,13 @@ async def test_invariant_1_every_inbox_item_belongs_to_exactly_one_thread(team: 
     assert items and all(i.thread_id == thread for i in items)
     engineer = await _bot_id(team, "engineer")
     message_id = (await team.messages(thread))[0]["id"]
-    with pytest.raises(IntegrityError):
-        async with team.rt.db.transaction() as s:
-            s.add(
-                InboxItem(
-                    id=new_id("item"),
-                    actor_id=engineer,
-                    thread_id=None,
-                    kind="message",
-                    message_id=message_id,
-                    status="queued",
-                    attempts=0,
-                    created_at=team.rt.clock.now(),
-                    updated_at=team.rt.clock.now(),
-                )
-            )
+    await _refused_by_the_schema(team, _queued_item(team, engineer, thread_id=None, message_id=message_id))
 
 
 async def test_invariant_2_an_inbox_item_points_at_a_message_or_a_run_and_carries_no_content(
     team: Team,
 ) -> None:
-    await team.script(
-        "engineer",
-        [
-            {
-                "match": ".",
-                "reply": "ok",
-                "tool_calls": [{"name": "ask_human", "args": {"question": "Which branch?"}}],
-            }
-        ],
-    )
+    await team.asks("engineer", "Which branch?", reply="ok")
     thread = await team.thread()
     await team.post(thread, "@engineer deploy")
     await team.idle()
@@ -76,23 +75,10 @@ async def test_invariant_2_an_inbox_item_points_at_a_message_or_a_run_and_carrie
             assert item.run_id and item.message_id is None
     assert not hasattr(InboxItem, "content") and not hasattr(InboxItem, "payload")
     engineer = await _bot_id(team, "engineer")
-    run_id = items[-1].run_id
-    with pytest.raises(IntegrityError):  # both a message and a run: refused by the schema
-        async with team.rt.db.transaction() as s:
-            s.add(
-                InboxItem(
-                    id=new_id("item"),
-                    actor_id=engineer,
-                    thread_id=thread,
-                    kind="message",
-                    message_id=items[0].message_id,
-                    run_id=run_id,
-                    status="queued",
-                    attempts=0,
-                    created_at=team.rt.clock.now(),
-                    updated_at=team.rt.clock.now(),
-                )
-            )
+    both = _queued_item(
+        team, engineer, thread_id=thread, message_id=items[0].message_id, run_id=items[-1].run_id
+    )
+    await _refused_by_the_schema(team, both)  # both a message and a run
 
 
 async def test_invariant_3_a_bot_has_at_most_max_parallel_threads_runs_and_never_two_in_one_thread(
@@ -120,23 +106,20 @@ async def test_invariant_3_a_bot_has_at_most_max_parallel_threads_runs_and_never
     more = [c for c in await claims(6) if c is not None]
     assert len(more) == 2 and len({c.thread_id for c in more}) == 2
     # Never two runs of one bot in flight in one thread: the database refuses it.
-    with pytest.raises(IntegrityError):
-        async with rt.db.transaction() as s:
-            s.add(
-                Run(
-                    id=new_id("run"),
-                    bot_id=engineer,
-                    thread_id=more[0].thread_id,
-                    status="queued",
-                    trigger_message_ids=[],
-                    hop=0,
-                    input_tokens=0,
-                    output_tokens=0,
-                    model_calls=0,
-                    lease_token=0,
-                    created_at=team.rt.clock.now(),
-                )
-            )
+    second = Run(
+        id=new_id("run"),
+        bot_id=engineer,
+        thread_id=more[0].thread_id,
+        status="queued",
+        trigger_message_ids=[],
+        hop=0,
+        input_tokens=0,
+        output_tokens=0,
+        model_calls=0,
+        lease_token=0,
+        created_at=team.rt.clock.now(),
+    )
+    await _refused_by_the_schema(team, second)
 
 
 async def test_invariant_3_holds_across_two_processes_sharing_one_database(boot: Boot) -> None:
@@ -209,16 +192,7 @@ async def test_invariant_5_backlog_collapses_after_a_restart(boot: Boot) -> None
 async def test_invariant_6_a_thread_is_parked_while_the_bot_waits_for_a_human(
     team: Team, client: Any
 ) -> None:
-    await team.script(
-        "engineer",
-        [
-            {
-                "match": "deploy",
-                "reply": "deployed: {tool_result}",
-                "tool_calls": [{"name": "ask_human", "args": {"question": "Ship it?"}}],
-            }
-        ],
-    )
+    await team.asks("engineer", match="deploy", reply="deployed: {tool_result}")
     parked, other = await team.thread("parked"), await team.thread("other")
     await team.post(parked, "@engineer deploy")
     await team.idle()
@@ -356,7 +330,7 @@ async def test_invariant_11_bot_hops_are_bounded_and_reset_by_a_human(settings: 
 
 
 async def test_invariant_12_a_restart_loses_no_message_question_or_held_hand_off(
-    settings: Settings, boot: Boot
+    settings: Settings, clock: FakeClock, boot: Boot
 ) -> None:
     async with boot() as rt:
         team = Team(rt)
@@ -395,9 +369,7 @@ async def test_invariant_12_a_restart_loses_no_message_question_or_held_hand_off
                     created_at=team.rt.clock.now(),
                 )
             )
-        if settings.database_url:  # PostgreSQL takes over a run once its owner's lease lapses
-            async with rt.db.transaction() as s:
-                await s.execute(update(Run).where(Run.id == claim.run_id).values(lease_expires_at=rt.clock.now()))
+    clock.advance(settings.lease_seconds + 1)  # PostgreSQL takes over a run once its owner's lease lapses
     async with boot() as rt:
         team = Team(rt)
         await team.idle()

@@ -24,7 +24,6 @@ from collections import Counter, defaultdict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,12 +36,11 @@ from conftest import PG_URL, Boot, Team, reset_postgres
 from openbot.config import Settings
 from openbot.core.errors import Conflict
 from openbot.core.states import ACTIVE_RUNS
-from openbot.runtime.commands import ActorCreate, ResumeBody
-from openbot.runtime.runs.ending import cancel
 from openbot.runtime import threads
+from openbot.runtime.commands import ActorCreate, ResumeBody, ThreadCreate
 from openbot.runtime.delivery.post import Delivery
-from openbot.runtime.engine import Runtime
 from openbot.runtime.runs.claim import Claim, claim_next
+from openbot.runtime.runs.ending import cancel
 from openbot.runtime.team import create_actor, get_actor, get_bot, seed_team
 from openbot.store.db import Database
 from openbot.store.models import (
@@ -649,9 +647,9 @@ async def test_a_claim_and_a_post_to_the_same_bot_do_not_deadlock() -> None:
     """
     async with bare_database() as (db, delivery):
         async with db.transaction() as s:
-            first = await threads.create_thread(s, {"title": "first"})
+            first = await threads.create_thread(s, ThreadCreate(title="first"))
             # The engineer already takes part in the second thread (a follow-up message).
-            second = await threads.create_thread(s, {"title": "second", "participants": ["engineer"]})
+            second = await threads.create_thread(s, ThreadCreate(title="second", participants=["engineer"]))
             await delivery.post(s, first, "@engineer one", sender=await get_actor(s, "you"))
         claim_task: asyncio.Task[Claim | None] | None = None
         errors: list[BaseException] = []
@@ -687,7 +685,7 @@ async def test_cancelling_a_run_while_someone_posts_in_its_thread_does_not_deadl
     """
     async with bare_database() as (db, delivery):
         async with db.transaction() as s:
-            thread = await threads.create_thread(s, {"title": "busy"})
+            thread = await threads.create_thread(s, ThreadCreate(title="busy"))
             await delivery.post(s, thread, "@engineer go", sender=await get_actor(s, "you"))
         claim = await _claim_for(db, "engineer")
         assert claim is not None
@@ -723,7 +721,7 @@ async def test_two_posts_adding_the_same_participant_both_succeed() -> None:
     """
     async with bare_database() as (db, delivery):
         async with db.transaction() as s:
-            thread = await threads.create_thread(s, {"title": "newcomer"})
+            thread = await threads.create_thread(s, ThreadCreate(title="newcomer"))
         second: asyncio.Task[None] | None = None
         errors: list[BaseException] = []
         try:

@@ -3,25 +3,48 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from typing import Any
 
 from sqlalchemy import select
 
 from conftest import Boot, Team
 from openbot.runtime.commands import BotUpdate, ResumeBody
+from openbot.runtime.runner.prepare import Prepared
+from openbot.runtime.runs.claim import Claim
 from openbot.runtime.team import get_actor
 from openbot.store.models import Run, RunEvent
 
 
-async def wait_for(team: Team, check: Callable[[], Awaitable[bool]], timeout: float = 10) -> None:
-    """Wait on journal signals (not on the clock) until ``check`` holds."""
-    sub = team.rt.bus.subscribe()
-    try:
-        async with asyncio.timeout(timeout):
-            while not await check():
-                await sub.next(timeout=1)
-    finally:
-        sub.close()
+async def _calls_tool(
+    team: Team,
+    handle: str,
+    name: str,
+    args: dict[str, Any],
+    *,
+    match: str = ".",
+    reply: str = "{tool_result}",
+) -> None:
+    """Script ``handle`` to call the tool ``name`` when a trigger matches ``match``, then ``reply``."""
+    await team.script(
+        handle, [{"match": match, "reply": reply, "tool_calls": [{"name": name, "args": args}]}]
+    )
+
+
+async def _slow_run_started(team: Team, content: str, delay_ms: int) -> str:
+    """Post ``content`` to a slow @engineer in a new thread; return the thread once its run has read
+    the thread and its model call begins (the run is ``running``)."""
+    await team.script("engineer", [], delay_ms=delay_ms)
+    started = asyncio.Event()
+
+    async def model_starts(_claim: Claim, _prepared: Prepared) -> None:
+        started.set()
+
+    team.on_prepared(model_starts)
+    thread = await team.thread()
+    await team.post(thread, content)
+    async with asyncio.timeout(10):
+        await started.wait()
+    return thread
 
 
 async def test_a_model_error_fails_the_run_with_a_clear_notice(team: Team) -> None:
@@ -38,14 +61,7 @@ async def test_a_model_error_fails_the_run_with_a_clear_notice(team: Team) -> No
 
 
 async def test_cancelling_a_running_run_stops_it_and_says_so(team: Team) -> None:
-    await team.script("engineer", [], delay_ms=20_000)
-    thread = await team.thread()
-    await team.post(thread, "@engineer slow")
-
-    async def running() -> bool:
-        return any(r.status == "running" for r in await team.runs(thread))
-
-    await wait_for(team, running)
+    thread = await _slow_run_started(team, "@engineer slow", delay_ms=20_000)
     run = (await team.runs(thread))[0]
     await team.rt.runs.cancel(run.id)
     await team.idle()
@@ -56,16 +72,7 @@ async def test_cancelling_a_running_run_stops_it_and_says_so(team: Team) -> None
 
 
 async def test_checkpoints_are_kept_while_waiting_and_deleted_when_terminal(team: Team) -> None:
-    await team.script(
-        "engineer",
-        [
-            {
-                "match": ".",
-                "reply": "ok {tool_result}",
-                "tool_calls": [{"name": "ask_human", "args": {"question": "?"}}],
-            }
-        ],
-    )
+    await team.asks("engineer", "?", reply="ok {tool_result}")
     thread = await team.thread()
     await team.post(thread, "@engineer go")
     await team.idle()
@@ -80,16 +87,7 @@ async def test_checkpoints_are_kept_while_waiting_and_deleted_when_terminal(team
 
 
 async def test_tool_calls_and_results_are_recorded_as_run_events(team: Team) -> None:
-    await team.script(
-        "engineer",
-        [
-            {
-                "match": ".",
-                "reply": "found: {tool_result}",
-                "tool_calls": [{"name": "recall_messages", "args": {"query": "banana"}}],
-            }
-        ],
-    )
+    await _calls_tool(team, "engineer", "recall_messages", {"query": "banana"}, reply="found: {tool_result}")
     thread = await team.thread()
     await team.post(thread, "the banana is ripe")
     await team.post(thread, "@engineer what about it")
@@ -107,16 +105,7 @@ async def test_tool_calls_and_results_are_recorded_as_run_events(team: Team) -> 
 
 
 async def test_read_history_pages_chronologically(team: Team) -> None:
-    await team.script(
-        "engineer",
-        [
-            {
-                "match": "page",
-                "reply": "{tool_result}",
-                "tool_calls": [{"name": "read_history", "args": {"offset": 1, "limit": 2}}],
-            }
-        ],
-    )
+    await _calls_tool(team, "engineer", "read_history", {"offset": 1, "limit": 2}, match="page")
     thread = await team.thread()
     for word in ("zero", "one", "two", "three"):
         await team.post(thread, word)  # to the chief, who answers each in turn
@@ -129,21 +118,8 @@ async def test_read_history_pages_chronologically(team: Team) -> None:
 
 
 async def test_todo_list_is_saved_per_bot_per_thread_and_shown_in_the_prompt(team: Team) -> None:
-    await team.script(
-        "engineer",
-        [
-            {
-                "match": "plan",
-                "reply": "planned",
-                "tool_calls": [
-                    {
-                        "name": "todo_write",
-                        "args": {"todos": [{"content": "write the parser", "status": "in_progress"}]},
-                    }
-                ],
-            }
-        ],
-    )
+    todos = [{"content": "write the parser", "status": "in_progress"}]
+    await _calls_tool(team, "engineer", "todo_write", {"todos": todos}, match="plan", reply="planned")
     thread, other = await team.thread(), await team.thread()
     await team.post(thread, "@engineer plan")
     await team.idle()
@@ -157,9 +133,7 @@ async def test_todo_list_is_saved_per_bot_per_thread_and_shown_in_the_prompt(tea
 
 
 async def test_list_bots_tool_lists_the_team(team: Team) -> None:
-    await team.script(
-        "qa", [{"match": ".", "reply": "{tool_result}", "tool_calls": [{"name": "list_bots", "args": {}}]}]
-    )
+    await _calls_tool(team, "qa", "list_bots", {})
     thread = await team.thread()
     await team.post(thread, "@qa who is here")
     await team.idle()
@@ -170,15 +144,7 @@ async def test_list_bots_tool_lists_the_team(team: Team) -> None:
 
 async def test_stopping_lets_in_flight_runs_finish_first(boot: Boot) -> None:
     async with boot() as rt:
-        team = Team(rt)
-        await team.script("engineer", [], delay_ms=300)
-        thread = await team.thread()
-        await team.post(thread, "@engineer finish this")
-
-        async def running() -> bool:
-            return any(r.status == "running" for r in await team.runs(thread))
-
-        await wait_for(team, running)
+        thread = await _slow_run_started(Team(rt), "@engineer finish this", delay_ms=300)
     async with boot() as rt:
         team = Team(rt)
         assert [r.status for r in await team.runs(thread)] == ["completed"]

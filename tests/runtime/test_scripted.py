@@ -10,13 +10,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from langchain.agents import create_agent
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from pydantic import ValidationError
 
 from openbot.core.errors import InvalidArgument, ModelAuthError
 from openbot.runtime.runner import models
-from openbot.runtime.runner.models import FORBID_ENV, OPENAI_BASE_URL_ENV, build_chat_model, forbid_real_models
+from openbot.runtime.runner.models import (
+    FORBID_ENV,
+    OPENAI_BASE_URL_ENV,
+    build_chat_model,
+    forbid_real_models,
+)
 from openbot.runtime.runner.scripted import ScriptedChatModel, default_reply, validate_script
 
 ZERO_USAGE = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
@@ -187,7 +193,16 @@ def test_sync_invoke_gives_the_same_answer() -> None:
 
 
 def test_llm_type_is_scripted() -> None:
-    assert scripted("x")._llm_type == "scripted"
+    """The model type LangChain reports to callbacks and tracers."""
+    reported: list[str] = []
+
+    class Recorder(BaseCallbackHandler):
+        def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
+            reported.append(kwargs["invocation_params"]["_type"])
+
+    scripted("x").invoke("x", config={"callbacks": [Recorder()]})
+
+    assert reported == ["scripted"]
 
 
 # -- with a LangChain agent ---------------------------------------------------------------------
