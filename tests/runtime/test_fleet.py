@@ -39,7 +39,8 @@ async def test_a_post_in_one_process_wakes_a_worker_in_another(boot: Boot) -> No
         await team.post(thread, "@engineer hello from the other process")
 
         async def answered() -> bool:
-            return any(m["sender"] and m["sender"]["handle"] == "engineer" for m in await team.messages(thread))
+            messages = await team.messages(thread)
+            return any(m["sender"] and m["sender"]["handle"] == "engineer" for m in messages)
 
         await wait_for(api, answered)
         (run,) = await team.runs(thread)

@@ -746,14 +746,12 @@ async def test_a_heartbeat_during_a_runs_clean_up_does_not_leave_it_in_flight(te
     the system never became idle. It must stop only the agent, never the bookkeeping."""
     rt = team.rt
     cleaning, release = asyncio.Event(), asyncio.Event()
-    forget = rt.runner.forget
 
-    async def slow_forget(run_id: str, **kwargs: Any) -> None:  # the clean-up takes a moment
+    async def slow_clean_up(_run_id: str) -> None:  # the clean-up takes a moment
         cleaning.set()
         await release.wait()
-        await forget(run_id, **kwargs)
 
-    rt.runner.forget = slow_forget  # type: ignore[method-assign]
+    rt.runner.on_forget.append(slow_clean_up)
     thread = await team.thread()
     await team.post(thread, "@engineer hello")
     async with asyncio.timeout(10):

@@ -47,6 +47,8 @@ class Runner:
         self.agents = AgentCache(settings, build_tools(), self.checkpointer)
         #: Called after a run is prepared, before its model runs (tests observe or interleave here).
         self.on_prepared: list[PreparedHook] = []
+        #: Called when a run's transcript is about to be deleted, the last step of its clean-up.
+        self.on_forget: list[Callable[[str], Awaitable[None]]] = []
 
     async def execute(self, claim: Claim) -> Outcome:
         """Run the agent for a claim. Model and tool failures become a failed Outcome."""
@@ -123,6 +125,8 @@ class Runner:
 
     async def forget(self, run_id: str, *, durable: bool = True) -> None:
         """Delete a terminal run's transcript (``durable=False``: it never left memory)."""
+        for hook in self.on_forget:
+            await hook(run_id)
         try:
             if durable:
                 await self.checkpointer.adelete_thread(run_id)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from sqlalchemy import select, update
+from sqlalchemy import or_, select, update
 
 from openbot.core.states import RunStatus
 from openbot.store.models import Run
@@ -28,7 +28,13 @@ async def heartbeat(system: ActorSystem) -> list[str]:
     async with system.db.transaction() as s:
         await s.execute(
             update(Run)
-            .where(Run.lease_owner == system.owner, Run.status == RunStatus.RUNNING, Run.id.in_(ours))
+            .where(
+                Run.lease_owner == system.owner,
+                Run.status == RunStatus.RUNNING,
+                Run.id.in_(ours),
+                # Never shorten a lease: a slow pass must not undo a later one's renewal.
+                or_(Run.lease_expires_at.is_(None), Run.lease_expires_at < expires),
+            )
             .values(lease_expires_at=expires)
         )
         gone = list(await s.scalars(select(Run.id).where(Run.id.in_(ours), Run.status != RunStatus.RUNNING)))

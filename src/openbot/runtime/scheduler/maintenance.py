@@ -6,6 +6,7 @@ pass) after moving a fake clock, so nothing here waits for real time.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -23,9 +24,14 @@ class Maintenance:
     def __init__(self, system: ActorSystem) -> None:
         self.system = system
         self.next_prune: datetime | None = None
+        self._one_at_a_time = asyncio.Lock()  # the loop's pass and a caller's never overlap
 
     async def maintain(self) -> None:
         """One pass: prune when due, renew leases, take over expired ones, wake bots with mail."""
+        async with self._one_at_a_time:
+            await self._pass()
+
+    async def _pass(self) -> None:
         system = self.system
         stamp = system.clock.now()
         if self.next_prune is None or stamp >= self.next_prune:
