@@ -59,10 +59,10 @@ class Delivery:
         """Post a message and then the notices it calls for (system messages: they call for none)."""
         result, pending = await self._post_one(session, thread, content, sender, to, hop, run_id, metadata)
         for notice in pending:
-            await self.notify(session, thread, notice)
+            await self.post_notice(session, thread, notice)
         return result
 
-    async def notify(self, session: AsyncSession, thread: Thread, notice: notices.Notice) -> PostResult:
+    async def post_notice(self, session: AsyncSession, thread: Thread, notice: notices.Notice) -> PostResult:
         """Post a system notice (it wakes nobody, invariant 9)."""
         result, _none = await self._post_one(
             session, thread, notice.text, None, (), notice.hop, notice.run_id, notice.metadata

@@ -59,7 +59,7 @@ async def end_run(
     notice = notices.run_ended(
         bot.handle, run.id, run.hop, cancelled=cancelled, error=error, requeued=requeued
     )
-    await delivery.notify(session, thread, notice)
+    await delivery.post_notice(session, thread, notice)
     log_run(
         session,
         f"run.{status}",

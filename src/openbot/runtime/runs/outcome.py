@@ -94,7 +94,7 @@ async def _fail(
     await add_run_event(session, run, "error", error)
     await settle(session, items, ItemStatus.FAILED, run.finished_at)
     journal_run(session, run, bot.handle)
-    await delivery.notify(session, thread, notices.run_failed(bot.handle, run.id, run.hop, error))
+    await delivery.post_notice(session, thread, notices.run_failed(bot.handle, run.id, run.hop, error))
     log_run(
         session,
         "run.failed",
