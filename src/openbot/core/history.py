@@ -38,13 +38,15 @@ class History:
     shown: int
     left_out: int  # messages of the thread not shown (older, or out of this bot's scope)
     scoped: bool
+    at_least: bool = False  # left_out is a lower bound: the thread was counted only so far
 
     def note(self) -> str | None:
         if not self.left_out:
             return None
         why = "are out of your view or older than what fits" if self.scoped else "are older than what fits"
+        count = f"At least {self.left_out}" if self.at_least else str(self.left_out)
         return (
-            f"{self.left_out} other message(s) in this thread {why} and are not shown. "
+            f"{count} other message(s) in this thread {why} and are not shown. "
             "Use read_history (chronological paging) or recall_messages (search) to fetch them."
         )
 
@@ -58,6 +60,22 @@ def is_scoped(bot: str, default_bot: str | None, bots_in_thread: Sequence[str]) 
     return bot != default_bot and len(set(bots_in_thread)) > 1
 
 
+def in_view(message: HistoryMessage, *, bot: str, triggers: frozenset[str], scoped: bool) -> bool:
+    """Whether ``message`` may be shown to ``bot``: a delegate sees only what mentions it, its own
+    messages and its triggers."""
+    return not scoped or message.sender == bot or bot in message.mentions or message.id in triggers
+
+
+def window_rows(*, triggers: frozenset[str], max_messages: int) -> int:
+    """How many of the thread's newest in-view messages always decide the window.
+
+    The window is taken newest first and closes at the first non-trigger message that does not
+    fit; among this many messages at least ``max_messages + 1`` are not triggers, and the last of
+    those cannot fit. Nothing older can be shown, so a reader never needs more (DESIGN §6).
+    """
+    return max_messages + len(triggers) + 1
+
+
 def unroll(
     messages: Sequence[HistoryMessage],
     *,
@@ -66,30 +84,61 @@ def unroll(
     scoped: bool,
     token_budget: int = 24_000,
     max_messages: int = 80,
+    thread_size: int | None = None,
+    at_least: bool = False,
 ) -> History:
     """Pick the newest messages that fit and render them as alternating turns.
 
-    Triggers always make it in (they are what the run answers), even past the budget.
+    Triggers always make it in (they are what the run answers), even past the budget — down to
+    the first message that does not fit. ``messages`` may be only the thread's newest (at least
+    :func:`window_rows` of those in view, or all of them) and may leave out messages out of view;
+    ``thread_size`` then counts the whole thread (``at_least``: a lower bound) for the note.
     """
-    candidates = [
-        m for m in messages if not scoped or m.sender == bot or bot in m.mentions or m.id in triggers
-    ]
+    candidates = [m for m in messages if in_view(m, bot=bot, triggers=triggers, scoped=scoped)]
+    chosen, _ = _choose(candidates, triggers=triggers, token_budget=token_budget, max_messages=max_messages)
+    size = len(messages) if thread_size is None else max(thread_size, len(messages))
+    return History(
+        turns=tuple(_render(chosen, bot=bot, triggers=triggers)),
+        shown=len(chosen),
+        left_out=size - len(chosen),
+        scoped=scoped,
+        at_least=at_least,
+    )
+
+
+def window_closed(
+    newest: Sequence[HistoryMessage],
+    *,
+    bot: str,
+    triggers: frozenset[str],
+    scoped: bool,
+    token_budget: int = 24_000,
+    max_messages: int = 80,
+) -> bool:
+    """Whether the thread's newest messages ``newest`` already decide the window: the walk from
+    the newest stopped at a message that does not fit, so no older message can be shown."""
+    candidates = [m for m in newest if in_view(m, bot=bot, triggers=triggers, scoped=scoped)]
+    _, closed = _choose(candidates, triggers=triggers, token_budget=token_budget, max_messages=max_messages)
+    return closed
+
+
+def _choose(
+    candidates: Sequence[HistoryMessage], *, triggers: frozenset[str], token_budget: int, max_messages: int
+) -> tuple[list[HistoryMessage], bool]:
+    """The newest candidates that fit (oldest first), and whether the walk stopped before the oldest."""
     chosen: list[HistoryMessage] = []
     tokens = 0
+    closed = False
     for message in reversed(candidates):
         cost = estimate_tokens(message.content) + 8
         over = len(chosen) >= max_messages or tokens + cost > token_budget
         if over and message.id not in triggers:
+            closed = True
             break
         chosen.append(message)
         tokens += cost
     chosen.reverse()
-    return History(
-        turns=tuple(_render(chosen, bot=bot, triggers=triggers)),
-        shown=len(chosen),
-        left_out=len(messages) - len(chosen),
-        scoped=scoped,
-    )
+    return chosen, closed
 
 
 def _render(messages: Sequence[HistoryMessage], *, bot: str, triggers: frozenset[str]) -> list[Turn]:

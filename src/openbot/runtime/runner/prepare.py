@@ -3,27 +3,36 @@
 This is the only place a run reads thread state (invariant 7): the bot and its profile, the
 thread and its participants, the messages, the roster, the bot's to-do list, and — for a resume —
 what the human answered.
+
+The messages read are bounded by the history window, not by the thread: the newest in view,
+newest first, until the window closes (:func:`openbot.core.history.window_closed`), this run's
+triggers, and a count of the thread capped at ``_COUNT_CAP`` for the left-out note.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, Row, Text, cast, func, or_, select, true
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from openbot.config import Settings
 from openbot.core.errors import NotFound
-from openbot.core.history import HistoryMessage, Role, is_scoped, unroll
+from openbot.core.history import HistoryMessage, Role, is_scoped, unroll, window_closed, window_rows
+from openbot.core.mentions import is_valid_handle
 from openbot.core.prompt import PromptInput, RosterEntry, render_system_prompt
 from openbot.runtime.runs.claim import Claim
 from openbot.runtime.runs.resume import resume_payload
 from openbot.runtime.tools.registry import BUILTIN_TOOLS
 from openbot.store.db import Database
 from openbot.store.models import Actor, BotProfile, Message, Run, Thread, ThreadParticipant, TodoList
+
+_COUNT_CAP = 1_000  # messages counted for the left-out note; past it the note says "at least"
+_COLUMNS = (Message.id, Message.sender_id, Message.content, Message.mentions)
 
 
 @dataclass
@@ -40,35 +49,43 @@ class Prepared:
 
 
 @dataclass(frozen=True)
+class _Window:
+    newest: list[HistoryMessage]  # the thread's newest messages in view, enough to fill the window
+    triggers: list[HistoryMessage]  # this run's triggers, oldest first (older ones too)
+    size: int  # messages in the thread, counted up to the cap
+    at_least: bool  # the count reached the cap
+
+
+@dataclass(frozen=True)
 class _Reads:
     bot: Actor
     profile: BotProfile
     thread: Thread
     todo: TodoList | None
-    default_bot: Actor | None
+    default_handle: str
     people: list[Actor]
-    history: list[HistoryMessage]
+    scoped: bool
+    window: _Window
     roster: list[RosterEntry]
 
 
 async def prepare(db: Database, settings: Settings, claim: Claim) -> Prepared:
     async with db.read() as s:
-        reads = await _read(s, claim)
+        reads = await _read(s, settings, claim)
         resume = await resume_payload(s, claim.run_id) if claim.resume else None
         waiting = await s.get(Run, claim.run_id) if claim.resume else None
     interrupt_ids = tuple((waiting.interrupt or {}).get("interrupt_ids", ())) if waiting else ()
-    triggers = frozenset(claim.trigger_ids)
-    default_handle = reads.default_bot.handle if reads.default_bot else "chief_of_staff"
-    scoped = is_scoped(reads.bot.handle, default_handle, [a.handle for a in reads.people if a.kind == "bot"])
     history = unroll(
-        reads.history,
+        reads.window.newest,
         bot=reads.bot.handle,
-        triggers=triggers,
-        scoped=scoped,
+        triggers=frozenset(claim.trigger_ids),
+        scoped=reads.scoped,
         token_budget=settings.history_token_budget,
         max_messages=settings.history_max_messages,
+        thread_size=reads.window.size,
+        at_least=reads.window.at_least,
     )
-    trigger_msgs = [m for m in reads.history if m.id in triggers]
+    trigger_msgs = reads.window.triggers
     profile = reads.profile
     prompt = render_system_prompt(
         PromptInput(
@@ -78,9 +95,9 @@ async def prepare(db: Database, settings: Settings, claim: Claim) -> Prepared:
             instructions=profile.instructions,
             thread_title=reads.thread.title or reads.thread.id,
             participants=tuple(RosterEntry(a.handle, a.name, "", a.kind) for a in reads.people),
-            default_bot=default_handle,
+            default_bot=reads.default_handle,
             roster=tuple(reads.roster),
-            scoped=scoped,
+            scoped=reads.scoped,
             trigger_count=len(trigger_msgs),
             tools=tuple(dict.fromkeys(BUILTIN_TOOLS + tuple(profile.tools or ()))),
             approval_tools=tuple(profile.approval_tools or ()),
@@ -106,7 +123,7 @@ def _todos(todo: TodoList | None) -> list[dict[str, Any]]:
     return [t for t in (todo.todos if todo else []) if isinstance(t, dict)]
 
 
-async def _read(s: AsyncSession, claim: Claim) -> _Reads:
+async def _read(s: AsyncSession, settings: Settings, claim: Claim) -> _Reads:
     # The bot, its profile, the thread, the bot's to-do list there and the default bot: one statement.
     default = aliased(Actor)
     row = (
@@ -130,13 +147,6 @@ async def _read(s: AsyncSession, claim: Claim) -> _Reads:
             .order_by(ThreadParticipant.joined_at)
         )
     )
-    rows = (
-        await s.execute(
-            select(Message.id, Message.sender_id, Message.content, Message.mentions)
-            .where(Message.thread_id == thread.id)
-            .order_by(Message.id)
-        )
-    ).all()
     roster = (
         await s.execute(
             select(Actor.handle, Actor.name, BotProfile.description)
@@ -145,12 +155,87 @@ async def _read(s: AsyncSession, claim: Claim) -> _Reads:
             .order_by(Actor.handle)
         )
     ).all()
+    default_handle = default_bot.handle if default_bot else "chief_of_staff"
+    scoped = is_scoped(bot.handle, default_handle, [a.handle for a in people if a.kind == "bot"])
     handles = {a.id: a.handle for a in people}
-    missing = {r.sender_id for r in rows if r.sender_id and r.sender_id not in handles}
+    window = await _read_window(s, settings, claim, bot, scoped, handles)
+    entries = [RosterEntry(h, n, d) for h, n, d in roster]
+    return _Reads(bot, profile, thread, todo, default_handle, people, scoped, window, entries)
+
+
+async def _read_window(
+    s: AsyncSession, settings: Settings, claim: Claim, bot: Actor, scoped: bool, handles: dict[str, str]
+) -> _Window:
+    """The newest messages in view, a page at a time from the end, until the window closes.
+
+    A page holds :func:`window_rows` messages, which always close the window: one page is enough
+    unless the filter let through messages out of view (an invalid handle is not filtered here).
+    """
+    triggers = frozenset(claim.trigger_ids)
+    where = [Message.thread_id == claim.thread_id, *([_in_view(bot, triggers)] if scoped else [])]
+    page_size = window_rows(triggers=triggers, max_messages=settings.history_max_messages)
+    newest: list[HistoryMessage] = []
+    while True:
+        stmt = select(*_COLUMNS).where(*where).order_by(Message.id.desc()).limit(page_size)
+        if newest:
+            stmt = stmt.where(Message.id < newest[0].id)
+        page = (await s.execute(stmt)).all()
+        newest[:0] = await _messages(s, reversed(page), handles)
+        closed = window_closed(
+            newest,
+            bot=bot.handle,
+            triggers=triggers,
+            scoped=scoped,
+            token_budget=settings.history_token_budget,
+            max_messages=settings.history_max_messages,
+        )
+        if closed or len(page) < page_size:
+            break
+    # Triggers are in view: any not read are older than the window (a run's mail can wait long).
+    earlier = await _by_id(s, claim.thread_id, triggers - {m.id for m in newest}, handles)
+    cap = max(_COUNT_CAP, page_size)  # more than a window shows, so "at least" is never "at least 0"
+    size = await _count(s, claim.thread_id, cap + 1)
+    return _Window(newest, earlier + [m for m in newest if m.id in triggers], size, size > cap)
+
+
+async def _by_id(
+    s: AsyncSession, thread_id: str, ids: frozenset[str], handles: dict[str, str]
+) -> list[HistoryMessage]:
+    if not ids:
+        return []
+    stmt = select(*_COLUMNS).where(Message.thread_id == thread_id, Message.id.in_(sorted(ids)))
+    return await _messages(s, (await s.execute(stmt.order_by(Message.id))).all(), handles)
+
+
+async def _count(s: AsyncSession, thread_id: str, upto: int) -> int:
+    """The thread's messages, counted up to ``upto`` along its index: O(upto), not O(thread)."""
+    counted = select(Message.id).where(Message.thread_id == thread_id).limit(upto).subquery()
+    return await s.scalar(select(func.count()).select_from(counted)) or 0
+
+
+def _in_view(bot: Actor, triggers: frozenset[str]) -> ColumnElement[bool]:
+    """SQL for :func:`openbot.core.history.in_view` of a delegate (unroll filters again, exactly).
+
+    ``mentions`` is a JSON list of handles on both backends; a valid handle needs no JSON
+    escaping, so its quoted form appears in the list's text exactly when it is mentioned.
+    """
+    if not is_valid_handle(bot.handle):
+        return true()
+    quoted = '%"' + bot.handle.replace("_", "/_") + '"%'
+    mentioned = cast(Message.mentions, Text).like(quoted, escape="/")
+    return or_(Message.sender_id == bot.id, Message.id.in_(sorted(triggers)), mentioned)
+
+
+async def _messages(
+    s: AsyncSession, rows: Iterable[Row[str, str | None, str, list[str]]], handles: dict[str, str]
+) -> list[HistoryMessage]:
+    """Rows as history messages; senders no longer in the thread are looked up (into ``handles``)."""
+    batch = list(rows)
+    missing = {r.sender_id for r in batch if r.sender_id and r.sender_id not in handles}
     if missing:
         for actor in await s.scalars(select(Actor).where(Actor.id.in_(missing))):
             handles[actor.id] = actor.handle
-    history = [
+    return [
         HistoryMessage(
             id=r.id,
             sender=handles.get(r.sender_id) if r.sender_id else None,
@@ -158,8 +243,5 @@ async def _read(s: AsyncSession, claim: Claim) -> _Reads:
             content=r.content,
             mentions=tuple(r.mentions or ()),
         )
-        for r in rows
+        for r in batch
     ]
-    return _Reads(
-        bot, profile, thread, todo, default_bot, people, history, [RosterEntry(h, n, d) for h, n, d in roster]
-    )
