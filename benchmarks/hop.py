@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -25,6 +27,13 @@ import httpx
 from benchmarks.server import running_server
 from benchmarks.sse import read_events
 from benchmarks.stats import summarize
+from openbot.config import Settings
+from openbot.core.ids import new_id
+from openbot.runtime import threads
+from openbot.runtime.commands import ThreadCreate
+from openbot.runtime.engine import Runtime
+from openbot.runtime.team import get_actor
+from openbot.store.models import Message
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +138,45 @@ async def fresh_thread_per_block(client: httpx.AsyncClient, total: int) -> list[
     return hops
 
 
+LONG_THREAD = 10_000
+
+
+async def seed_long_thread(data_dir: Path, count: int = LONG_THREAD) -> str:
+    """A thread with ``count`` messages, written straight into a new install's database (posting
+    them would take minutes); returns its id. Senders take turns; every 7th mentions the bot."""
+    settings = Settings(data_dir=data_dir)
+    async with Runtime(settings) as rt:
+        async with rt.db.transaction() as s:
+            thread = await threads.create_thread(s, ThreadCreate(title="hop benchmark: a long thread"))
+            senders = [(await get_actor(s, handle)).id for handle in ("you", "chief_of_staff", BOT)]
+            stamp = rt.clock.now()
+            s.add_all(
+                Message(
+                    id=new_id("msg"),
+                    thread_id=thread.id,
+                    sender_id=senders[i % len(senders)],
+                    content=f"@{BOT} note {i}" if i % 7 == 0 else f"message {i} about the release",
+                    mentions=[BOT] if i % 7 == 0 else [],
+                    hop=0,
+                    metadata_={},
+                    created_at=stamp,
+                )
+                for i in range(count)
+            )
+            return thread.id
+
+
+async def long_thread(measured: int, warm_up: int) -> list[Hop]:
+    """Hops in a thread that already holds 10,000 messages (on a server started on that data)."""
+    with tempfile.TemporaryDirectory(prefix="openbot-long-") as tmp:
+        data_dir = Path(tmp) / "data"
+        thread_id = await seed_long_thread(data_dir)
+        async with running_server(data_dir=data_dir) as server:
+            async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+                await hops_in_thread(client, thread_id, 0, warm_up)
+                return await hops_in_thread(client, thread_id, warm_up, measured)
+
+
 Variant = Callable[[httpx.AsyncClient, int], Awaitable[list[Hop]]]
 
 VARIANTS: dict[str, tuple[Variant, str]] = {
@@ -176,4 +224,14 @@ async def run(measured: int) -> dict[str, Any]:
         if cpu_before is not None and cpu_after is not None:
             report[name]["server_cpu_ms_per_hop"] = round((cpu_after - cpu_before) * 1000 / measured, 2)
         log.info("hop: %s p50 %.1f ms", name, report[name]["latency_ms"]["p50"])
+    log.info("hop: a %d-message thread (%d + %d warm-up hops)", LONG_THREAD, measured, WARM_UP)
+    hops = await long_thread(measured, WARM_UP)
+    report["long_thread"] = summary(hops, f"every hop in a thread that held {LONG_THREAD} messages")
+    short = report[f"fresh_thread_per_{BLOCK}"]["latency_ms"]["p50"]
+    report["long_thread"]["p50_over_short_thread_p50"] = round(hops_p50(hops) / short, 2)
+    log.info("hop: long thread p50 %.1f ms", report["long_thread"]["latency_ms"]["p50"])
     return report
+
+
+def hops_p50(hops: list[Hop]) -> float:
+    return float(summarize([h.replied for h in hops])["p50"])

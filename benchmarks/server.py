@@ -48,12 +48,13 @@ class Server:
 
 @asynccontextmanager
 async def running_server(
-    wrapper: Sequence[str] = (), env: dict[str, str] | None = None
+    wrapper: Sequence[str] = (), env: dict[str, str] | None = None, data_dir: Path | None = None
 ) -> AsyncIterator[Server]:
     """Start ``openbot serve`` and yield it once ``/api/v1/health`` answers.
 
     ``wrapper`` runs the server under another Python entry point, e.g. a profiler:
-    ``("-m", "pyinstrument", "-o", "out.html", "-r", "html")``; ``env`` adds ``OPENBOT_*`` settings.
+    ``("-m", "pyinstrument", "-o", "out.html", "-r", "html")``; ``env`` adds ``OPENBOT_*`` settings;
+    ``data_dir`` starts it on existing data.
     On exit the server gets SIGINT, so uvicorn shuts down cleanly (and a wrapping profiler writes
     its report).
     """
@@ -72,7 +73,7 @@ async def running_server(
                 "--port",
                 str(port),
                 "--data-dir",
-                str(Path(tmp) / "data"),
+                str(data_dir or Path(tmp) / "data"),
                 stdout=log_file,
                 stderr=asyncio.subprocess.STDOUT,
                 env={**server_env(), **(env or {})},
