@@ -38,8 +38,11 @@ def serve(
     data_dir: Annotated[Path, typer.Option("--data-dir", help="Where the embedded database lives.")] = Path(
         ".openbot"
     ),
+    workers: Annotated[
+        int, typer.Option("--workers", min=0, help="Run bots in N `openbot worker` processes (PostgreSQL).")
+    ] = 0,
 ) -> None:
-    """Start the API, the workers and the web UI in one process."""
+    """Start the API and the web UI, with the bots' workers in this process or in N others."""
     import uvicorn
 
     from openbot.api.app import create_app
@@ -58,7 +61,45 @@ def serve(
     model = settings.default_model()
     hint = "" if settings.model else "  (set OPENBOT_MODEL=provider:model to use a real model)"
     typer.echo(f"Bots use model: {model}{hint}")
-    uvicorn.run(create_app(settings), host=host, port=port, log_level="warning")
+    if not workers:
+        uvicorn.run(create_app(settings), host=host, port=port, log_level="warning")
+        return
+    from openbot import fleet
+
+    try:
+        fleet.require_shared_database(settings)
+    except fleet.FleetError as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(2) from exc
+    typer.echo(f"Workers: {workers} process(es) beside this API process")
+    children = fleet.spawn_workers(workers, str(data_dir))
+    try:
+        api_only = settings.model_copy(update={"run_workers": False})
+        uvicorn.run(create_app(api_only), host=host, port=port, log_level="warning")
+    finally:
+        fleet.stop_workers(children, timeout=settings.drain_seconds + 5)
+
+
+@app.command()
+def worker(
+    data_dir: Annotated[Path, typer.Option("--data-dir", help="Data directory (settings file).")] = Path(
+        ".openbot"
+    ),
+) -> None:
+    """Run bots (no HTTP) against the shared PostgreSQL database, beside any number of servers."""
+    import asyncio
+
+    from openbot import fleet
+    from openbot.config import Settings
+
+    settings = Settings(data_dir=data_dir)
+    try:
+        fleet.require_shared_database(settings)
+    except fleet.FleetError as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(2) from exc
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    asyncio.run(fleet.run_worker(settings.model_copy(update={"run_workers": True})))
 
 
 @app.command()
