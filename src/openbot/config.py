@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated, Any
 
-from pydantic import AliasChoices, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+# Host names a browser can only reach on this machine: no DNS answer can rebind them.
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1", "[::1]")
 
 
 def _env(name: str) -> AliasChoices:
@@ -37,6 +41,22 @@ class Settings(BaseSettings):
     # False in an API process whose runs are executed by separate `openbot worker` processes.
     run_workers: bool = Field(True, validation_alias=_env("RUN_WORKERS"))
     max_body_bytes: int = Field(1_048_576, validation_alias=_env("MAX_BODY_BYTES"))
+    # Comma-separated in the environment. Host names (any port) a request may be addressed to; the
+    # address a connection arrived on is always allowed, "*" allows any (api.exposure).
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: list(LOOPBACK_HOSTS), validation_alias=AliasChoices("OPENBOT_ALLOWED_HOSTS")
+    )
+    # Origins (scheme://host[:port]) of other sites that may change state; same-origin always may.
+    cors_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, validation_alias=AliasChoices("OPENBOT_CORS_ORIGINS")
+    )
+
+    @field_validator("allowed_hosts", "cors_origins", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
 
     def resolved_database_url(self) -> str:
         if self.database_url:

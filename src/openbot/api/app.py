@@ -7,12 +7,13 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import Depends, FastAPI
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from openbot import __version__
 from openbot.api import errors
-from openbot.api.deps import require_token
+from openbot.api.exposure import Exposure, require_token
 from openbot.api.limits import BodyLimit
 from openbot.api.routes import observability, runs, team, threads
 from openbot.config import Settings
@@ -60,4 +61,12 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     if WEB.exists():
         app.mount("/web", StaticFiles(directory=WEB), name="web")
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    if settings.cors_origins:  # browsers on those sites may call the API (preflight, response headers)
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["*"],
+            allow_headers=["Authorization", "Content-Type", "Last-Event-ID"],
+        )
+    app.add_middleware(Exposure, settings=settings)  # outermost: Host and Origin before anything else
     return app
