@@ -12,49 +12,92 @@ const LEVELS = ["debug", "info", "warning", "error"];
 const FILTERS = ["thread_id", "actor", "run_id", "level", "event"];
 
 export function mount(container, parts, params) {
-  const filters = Object.fromEntries(FILTERS.map((k) => [k, params[k] || ""]));
-  const ids = Object.fromEntries(FILTERS.map((k) => [k, nextId(k)]));
-  const threadSel = h("select", { id: ids.thread_id });
-  const actorSel = h("select", { id: ids.actor });
-  const levelSel = h("select", { id: ids.level }, h("option", { value: "" }, "Any level"), LEVELS.map((l) => h("option", { value: l }, l)));
-  const runInput = h("input", { id: ids.run_id, type: "text", placeholder: "run id", spellcheck: false });
-  const eventInput = h("input", { id: ids.event, type: "text", placeholder: "run.completed, or run. for all", spellcheck: false });
-  const tail = h("input", { type: "checkbox", checked: true });
-  const status = h("span.muted.small", { role: "status" });
-  const newRows = h("button.small", { type: "button", hidden: true }, "");
-  const tbody = h("tbody");
-  const table = h(
-    "table.activity-table",
-    h("caption.visually-hidden", "Activity, newest first"),
-    h("thead", h("tr", ["Time", "Level", "Event", "Summary", "Actor", "Thread", "Run"].map((c) => h("th", { scope: "col" }, c)))),
-    tbody,
-  );
-  const clearButton = h("button.small", { type: "button" }, "Clear filters");
-  container.append(
-    h(
-      "section.page.activity",
-      { "aria-labelledby": "activity-title" },
-      h("div.page-head", h("h1", { id: "activity-title" }, "Activity"), h("span.spacer"), h("label.check", tail, h("span", "Live tail")), status),
+  const view = new ActivityView(container, params);
+  const offs = [
+    live.on("activity.created", (row) => view.addLive(row)),
+    ...["message.created", "run.updated", "inbox.updated", "thread.updated", "bot.updated"].map((t) => live.on(t, view.catchUp)),
+    live.on("resync", (info) => {
+      if (info && info.reason !== "connected") view.load();
+    }),
+    store.on("threads", () => view.fillSelects()),
+    store.on("actors", () => view.fillSelects()),
+  ];
+  view.syncInputs();
+  view.load();
+  return () => offs.forEach((off) => off());
+}
+
+class ActivityView {
+  constructor(container, params) {
+    this.filters = Object.fromEntries(FILTERS.map((k) => [k, params[k] || ""]));
+    this.rows = [];
+    this.pending = []; // live rows held back while the tail is paused
+    this.seq = 0;
+    this.catchingUp = false;
+    this.buildControls();
+    const table = h(
+      "table.activity-table",
+      h("caption.visually-hidden", "Activity, newest first"),
+      h("thead", h("tr", ["Time", "Level", "Event", "Summary", "Actor", "Thread", "Run"].map((c) => h("th", { scope: "col" }, c)))),
+      this.tbody,
+    );
+    container.append(
       h(
-        "form.filters",
-        { "aria-label": "Filters", onsubmit: (e) => e.preventDefault() },
-        filterField("Thread", threadSel),
-        filterField("Actor", actorSel),
-        filterField("Run", runInput),
-        filterField("Level", levelSel),
-        filterField("Event", eventInput),
-        h("div.filter-actions", clearButton),
+        "section.page.activity",
+        { "aria-labelledby": "activity-title" },
+        h("div.page-head", h("h1", { id: "activity-title" }, "Activity"), h("span.spacer"), h("label.check", this.tail, h("span", "Live tail")), this.status),
+        h(
+          "form.filters",
+          { "aria-label": "Filters", onsubmit: (e) => e.preventDefault() },
+          filterField("Thread", this.threadSel),
+          filterField("Actor", this.actorSel),
+          filterField("Run", this.runInput),
+          filterField("Level", this.levelSel),
+          filterField("Event", this.eventInput),
+          h("div.filter-actions", this.clearButton),
+        ),
+        this.newRows,
+        h("div.table-wrap", table),
       ),
-      newRows,
-      h("div.table-wrap", table),
-    ),
-  );
+    );
+    this.wire();
+    // activity.created is live-only; rows written while it was not flowing (or by a server that
+    // does not emit it) are caught up with after_id whenever the durable stream shows a change.
+    this.catchUp = debounce(() => this.catchUpNow(), 400);
+  }
 
-  let rows = [];
-  let pending = [];
-  let seq = 0;
+  buildControls() {
+    const ids = Object.fromEntries(FILTERS.map((k) => [k, nextId(k)]));
+    this.threadSel = h("select", { id: ids.thread_id });
+    this.actorSel = h("select", { id: ids.actor });
+    this.levelSel = h("select", { id: ids.level }, h("option", { value: "" }, "Any level"), LEVELS.map((l) => h("option", { value: l }, l)));
+    this.runInput = h("input", { id: ids.run_id, type: "text", placeholder: "run id", spellcheck: false });
+    this.eventInput = h("input", { id: ids.event, type: "text", placeholder: "run.completed, or run. for all", spellcheck: false });
+    this.tail = h("input", { type: "checkbox", checked: true });
+    this.status = h("span.muted.small", { role: "status" });
+    this.newRows = h("button.small", { type: "button", hidden: true }, "");
+    this.tbody = h("tbody");
+    this.clearButton = h("button.small", { type: "button" }, "Clear filters");
+  }
 
-  function fillSelects() {
+  wire() {
+    const apply = () => this.applyFilters();
+    const applySoon = debounce(apply, 300);
+    for (const el of [this.threadSel, this.actorSel, this.levelSel]) el.addEventListener("change", apply);
+    for (const el of [this.runInput, this.eventInput]) el.addEventListener("input", applySoon);
+    this.clearButton.addEventListener("click", () => {
+      for (const k of FILTERS) this.filters[k] = "";
+      this.syncInputs();
+      this.applyFilters();
+    });
+    this.newRows.addEventListener("click", () => this.flushPending());
+    this.tail.addEventListener("change", () => {
+      if (this.tail.checked) this.flushPending();
+    });
+  }
+
+  fillSelects() {
+    const { filters, threadSel, actorSel } = this;
     const threads = [...store.threads.values()].sort((a, b) => (a.title || "").localeCompare(b.title || ""));
     fill(threadSel, h("option", { value: "" }, "All threads"), threads.map((t) => h("option", { value: t.id }, t.title || t.id)));
     if (filters.thread_id && !store.threads.has(filters.thread_id)) threadSel.append(h("option", { value: filters.thread_id }, filters.thread_id));
@@ -64,14 +107,15 @@ export function mount(container, parts, params) {
     actorSel.value = filters.actor;
   }
 
-  function syncInputs() {
-    fillSelects();
-    runInput.value = filters.run_id;
-    levelSel.value = filters.level;
-    eventInput.value = filters.event;
+  syncInputs() {
+    this.fillSelects();
+    this.runInput.value = this.filters.run_id;
+    this.levelSel.value = this.filters.level;
+    this.eventInput.value = this.filters.event;
   }
 
-  function matches(row) {
+  matches(row) {
+    const filters = this.filters;
     if (filters.thread_id && row.thread_id !== filters.thread_id) return false;
     if (filters.actor && row.actor !== filters.actor) return false;
     if (filters.run_id && row.run_id !== filters.run_id) return false;
@@ -84,7 +128,8 @@ export function mount(container, parts, params) {
     return true;
   }
 
-  function rowEl(row) {
+  rowEl(row) {
+    const filters = this.filters;
     const detail = row.detail && Object.keys(row.detail).length ? row.detail : null;
     return h(
       "tr",
@@ -102,109 +147,83 @@ export function mount(container, parts, params) {
     );
   }
 
-  function render() {
-    clear(tbody);
-    if (!rows.length) {
-      tbody.append(h("tr", h("td.empty", { colSpan: 7 }, "No activity matches these filters.")));
+  render() {
+    clear(this.tbody);
+    if (!this.rows.length) {
+      this.tbody.append(h("tr", h("td.empty", { colSpan: 7 }, "No activity matches these filters.")));
       return;
     }
     const frag = document.createDocumentFragment();
-    for (const row of rows) frag.append(rowEl(row));
-    tbody.append(frag);
+    for (const row of this.rows) frag.append(this.rowEl(row));
+    this.tbody.append(frag);
   }
 
-  async function load() {
-    const mine = ++seq;
-    status.textContent = "Loading…";
+  async load() {
+    const mine = ++this.seq;
+    this.status.textContent = "Loading…";
     try {
       // Without after_id the server answers the newest `limit` rows (oldest first).
-      const all = await api.activity({ ...filters, limit: LIMIT });
-      if (mine !== seq) return;
+      const all = await api.activity({ ...this.filters, limit: LIMIT });
+      if (mine !== this.seq) return;
       const byId = new Map(all.map((r) => [String(r.id), r]));
-      rows = [...byId.values()].sort((a, b) => Number(b.id) - Number(a.id) || (b.created_at || "").localeCompare(a.created_at || ""));
-      pending = [];
-      newRows.hidden = true;
-      status.textContent = `${rows.length} row${rows.length === 1 ? "" : "s"}`;
-      render();
+      this.rows = [...byId.values()].sort((a, b) => Number(b.id) - Number(a.id) || (b.created_at || "").localeCompare(a.created_at || ""));
+      this.pending = [];
+      this.newRows.hidden = true;
+      this.status.textContent = `${this.rows.length} row${this.rows.length === 1 ? "" : "s"}`;
+      this.render();
     } catch (error) {
-      if (mine === seq) status.textContent = `Could not load: ${describeError(error)}`;
+      if (mine === this.seq) this.status.textContent = `Could not load: ${describeError(error)}`;
     }
   }
 
-  function applyFilters() {
-    filters.thread_id = threadSel.value;
-    filters.actor = actorSel.value;
-    filters.run_id = runInput.value.trim();
-    filters.level = levelSel.value;
-    filters.event = eventInput.value.trim();
+  applyFilters() {
+    const filters = this.filters;
+    filters.thread_id = this.threadSel.value;
+    filters.actor = this.actorSel.value;
+    filters.run_id = this.runInput.value.trim();
+    filters.level = this.levelSel.value;
+    filters.event = this.eventInput.value.trim();
     history.replaceState(null, "", link(filters));
-    load();
+    this.load();
   }
-  const applySoon = debounce(applyFilters, 300);
-  for (const el of [threadSel, actorSel, levelSel]) el.addEventListener("change", applyFilters);
-  for (const el of [runInput, eventInput]) el.addEventListener("input", applySoon);
-  clearButton.addEventListener("click", () => {
-    for (const k of FILTERS) filters[k] = "";
-    syncInputs();
-    applyFilters();
-  });
 
-  function flushPending() {
-    rows = pending.concat(rows).slice(0, MAX_ROWS);
-    pending = [];
-    newRows.hidden = true;
-    status.textContent = `${rows.length} rows`;
-    render();
+  flushPending() {
+    this.rows = this.pending.concat(this.rows).slice(0, MAX_ROWS);
+    this.pending = [];
+    this.newRows.hidden = true;
+    this.status.textContent = `${this.rows.length} rows`;
+    this.render();
   }
-  newRows.addEventListener("click", flushPending);
-  tail.addEventListener("change", () => {
-    if (tail.checked) flushPending();
-  });
 
-  function addLive(row) {
-    if (!row || !matches(row) || rows.some((r) => String(r.id) === String(row.id)) || pending.some((r) => String(r.id) === String(row.id))) return;
-    if (tail.checked) {
-      rows.unshift(row);
-      if (rows.length > MAX_ROWS) rows.pop();
-      if (tbody.querySelector("td.empty")) render();
-      else tbody.insertBefore(rowEl(row), tbody.firstChild);
-      status.textContent = `${rows.length} rows`;
+  addLive(row) {
+    const known = (r) => String(r.id) === String(row.id);
+    if (!row || !this.matches(row) || this.rows.some(known) || this.pending.some(known)) return;
+    if (this.tail.checked) {
+      this.rows.unshift(row);
+      if (this.rows.length > MAX_ROWS) this.rows.pop();
+      if (this.tbody.querySelector("td.empty")) this.render();
+      else this.tbody.insertBefore(this.rowEl(row), this.tbody.firstChild);
+      this.status.textContent = `${this.rows.length} rows`;
     } else {
-      pending.unshift(row);
-      newRows.hidden = false;
-      newRows.textContent = `Show ${pending.length} new row${pending.length === 1 ? "" : "s"}`;
+      this.pending.unshift(row);
+      this.newRows.hidden = false;
+      this.newRows.textContent = `Show ${this.pending.length} new row${this.pending.length === 1 ? "" : "s"}`;
     }
   }
 
-  // activity.created is live-only; rows written while it was not flowing (or by a server that
-  // does not emit it) are caught up with after_id whenever the durable stream shows a change.
-  let catchingUp = false;
-  const catchUp = debounce(async () => {
-    if (catchingUp) return;
-    catchingUp = true;
+  async catchUpNow() {
+    if (this.catchingUp) return;
+    this.catchingUp = true;
     try {
-      const newest = [...rows, ...pending].reduce((m, r) => Math.max(m, Number(r.id) || 0), 0);
-      const fresh = await api.activity({ ...filters, after_id: newest, limit: LIMIT });
-      for (const row of fresh) addLive(row);
+      const newest = [...this.rows, ...this.pending].reduce((m, r) => Math.max(m, Number(r.id) || 0), 0);
+      const fresh = await api.activity({ ...this.filters, after_id: newest, limit: LIMIT });
+      for (const row of fresh) this.addLive(row);
     } catch {
       /* the next change retries */
     } finally {
-      catchingUp = false;
+      this.catchingUp = false;
     }
-  }, 400);
-
-  const offs = [
-    live.on("activity.created", addLive),
-    ...["message.created", "run.updated", "inbox.updated", "thread.updated", "bot.updated"].map((t) => live.on(t, catchUp)),
-    live.on("resync", (info) => {
-      if (info && info.reason !== "connected") load();
-    }),
-    store.on("threads", fillSelects),
-    store.on("actors", fillSelects),
-  ];
-  syncInputs();
-  load();
-  return () => offs.forEach((off) => off());
+  }
 }
 
 function filterField(label, control) {

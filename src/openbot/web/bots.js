@@ -1,12 +1,10 @@
-// Bots: the team with live state (idle, running in thread X, waiting for a human, queue depth)
-// and an editor for every setting, including the scripted model's script.
+// Bots: the team with live state (idle, running in thread X, waiting for a human, queue depth),
+// the editor of the selected bot (editor.js) and the new-bot dialog.
 
-import { h, fill, clear, json, avatar, toast, nextId } from "/web/dom.js";
+import { h, fill, clear, avatar, nextId } from "/web/dom.js";
 import { api, describeError } from "/web/api.js";
 import { store } from "/web/store.js";
-
-const BUILTIN_TOOLS = ["list_bots", "ask_human", "read_history", "recall_messages", "todo_write"];
-const MODELS = ["scripted", "anthropic:claude-sonnet-4-5", "openai:gpt-4o", "ollama:llama3.1"];
+import { BotEditor } from "/web/editor.js";
 
 function threadLink(id) {
   return h("a", { href: `#/t/${encodeURIComponent(id)}` }, store.threadTitle(id));
@@ -62,39 +60,14 @@ export function mount(container, parts) {
     const bots = [...store.bots.values()].sort((a, b) => a.handle.localeCompare(b.handle));
     clear(list);
     if (!bots.length) list.append(h("li.empty", "No bots."));
-    for (const bot of bots) {
-      list.append(
-        h(
-          "li.bot-card",
-          { class: bot.handle === selected ? "selected" : "", dataset: { handle: bot.handle, status: bot.state?.status || "idle" } },
-          avatar(bot.handle, "bot"),
-          h(
-            "div.bot-card-main",
-            h(
-              "div.bot-card-head",
-              h("a.bot-name", { href: `#/bots/${encodeURIComponent(bot.handle)}`, "aria-current": bot.handle === selected ? "true" : null }, `@${bot.handle}`),
-              bot.name && bot.name !== bot.handle ? h("span.muted", bot.name) : null,
-              h("span.spacer"),
-              h("code.model", bot.model || ""),
-            ),
-            bot.description ? h("p.bot-desc", bot.description) : null,
-            h("p.bot-state", { "aria-live": "polite" }, stateLine(bot)),
-          ),
-        ),
-      );
-    }
+    for (const bot of bots) list.append(botCard(bot, bot.handle === selected));
   }
 
   function renderEditor() {
     layout.classList.toggle("has-editor", Boolean(selected));
-    if (!selected) {
-      fill(editorHost, h("div.empty.editor-empty", "Select a bot to edit its settings."));
-      editor = null;
-      return;
-    }
-    const bot = store.bots.get(selected);
+    const bot = selected ? store.bots.get(selected) : null;
     if (!bot) {
-      fill(editorHost, h("div.empty", store.bots.size ? `No bot @${selected}.` : "Loading…"));
+      fill(editorHost, editorPlaceholder(selected));
       editor = null;
       return;
     }
@@ -102,190 +75,53 @@ export function mount(container, parts) {
       fill(editor.stateEl, ...stateLine(bot)); // live state; unsaved edits stay
       return;
     }
-    editor = botEditor(bot, () => {
+    const onDeleted = () => {
       selected = null;
       location.hash = "#/bots";
-    });
+    };
+    editor = new BotEditor(bot, { state: stateLine(bot), onDeleted });
     fill(editorHost, editor.el);
   }
 
-  const off = store.on("bots", () => {
+  function render() {
     renderList();
     renderEditor();
-  });
-  renderList();
-  renderEditor();
+  }
+
+  const off = store.on("bots", render);
+  render();
   const dispose = () => off();
   dispose.route = (newParts) => {
     selected = newParts[1] || null;
-    renderList();
-    renderEditor();
+    render();
     if (editor) editor.el.querySelector("input, textarea")?.focus();
   };
   return dispose;
 }
 
-function splitList(text) {
-  return text
-    .split(/[\s,]+/)
-    .map((s) => s.trim())
-    .filter(Boolean);
+function editorPlaceholder(selected) {
+  if (!selected) return h("div.empty.editor-empty", "Select a bot to edit its settings.");
+  return h("div.empty", store.bots.size ? `No bot @${selected}.` : "Loading…");
 }
 
-function field(label, control, help) {
-  const id = control.id || nextId("f");
-  control.id = id;
-  return h("div.field", h("label", { for: id }, label), control, help ? h("p.help", help) : null);
-}
-
-function botEditor(bot, onDeleted) {
-  const settings = bot.model_settings && typeof bot.model_settings === "object" ? bot.model_settings : {};
-  const name = h("input", { type: "text", value: bot.name || "" });
-  const description = h("input", { type: "text", value: bot.description || "" });
-  const instructions = h("textarea", { rows: 6 }, bot.instructions || "");
-  instructions.value = bot.instructions || "";
-  const modelList = nextId("models");
-  const model = h("input", { type: "text", value: bot.model || "", list: modelList, spellcheck: false });
-  model.setAttribute("list", modelList);
-  const tools = h("input", { type: "text", value: (bot.tools || []).join(", "), spellcheck: false });
-  const approval = h("input", { type: "text", value: (bot.approval_tools || []).join(", "), spellcheck: false });
-  const memory = h("input", { type: "checkbox", checked: Boolean(bot.memory_enabled) });
-  const enabled = h("input", { type: "checkbox", checked: bot.enabled !== false });
-  const parallel = h("input", { type: "number", min: 1, max: 64, step: 1, value: bot.max_parallel_threads ?? 1 });
-  const delay = h("input", { type: "number", min: 0, step: 100, value: settings.delay_ms ?? 0 });
-  const rules = h("ol.rules");
-  const script = Array.isArray(settings.script) ? settings.script : [];
-  const ruleEditors = [];
-
-  function addRule(rule = { match: "", reply: "" }) {
-    const match = h("input", { type: "text", value: rule.match || "", placeholder: "regex, e.g. (?i)deploy", spellcheck: false });
-    const reply = h("textarea", { rows: 2, placeholder: "reply; may use {trigger} {handle} {tool_result}" });
-    reply.value = rule.reply || "";
-    const calls = h("textarea.code", { rows: 2, placeholder: '[{"name": "ask_human", "args": {"question": "Ship it?"}}]', spellcheck: false });
-    calls.value = rule.tool_calls && rule.tool_calls.length ? json(rule.tool_calls) : "";
-    const item = h("li.rule");
-    const entry = {
-      item,
-      value() {
-        const out = { ...rule, match: match.value, reply: reply.value };
-        delete out.tool_calls;
-        if (calls.value.trim()) {
-          try {
-            out.tool_calls = JSON.parse(calls.value);
-          } catch (error) {
-            throw new Error(`Rule ${ruleEditors.indexOf(entry) + 1}: tool calls are not valid JSON (${error.message})`);
-          }
-        }
-        return out;
-      },
-    };
-    const remove = h("button.small.danger-outline", { type: "button", onclick: () => {
-      ruleEditors.splice(ruleEditors.indexOf(entry), 1);
-      item.remove();
-    } }, "Remove rule");
-    item.append(
-      field("Match (regex)", match),
-      field("Reply", reply),
-      field("Tool calls (JSON, optional)", calls),
-      h("div.row.end", remove),
-    );
-    ruleEditors.push(entry);
-    rules.append(item);
-    return entry;
-  }
-  script.forEach((rule) => addRule(rule));
-
-  const scriptSection = h(
-    "fieldset.script",
-    h("legend", "Scripted model"),
-    h("p.help", "Rules are tried in order against the trigger text; the first match replies. No match: a neutral acknowledgement."),
-    field("Delay per model call (ms)", delay),
-    rules,
-    h("button.small", { type: "button", onclick: () => addRule().item.querySelector("input").focus() }, "Add rule"),
-  );
-  const syncScript = () => (scriptSection.hidden = model.value.trim() !== "scripted");
-  model.addEventListener("input", syncScript);
-  syncScript();
-
-  const error = h("p.form-error", { role: "alert", hidden: true });
-  const save = h("button.primary", { type: "submit" }, "Save");
-  const remove = h("button.danger-outline", { type: "button" }, "Delete bot");
-  const stateEl = h("p.bot-state", stateLine(bot));
-  const form = h(
-    "form.bot-editor",
-    { "aria-labelledby": "bot-editor-title" },
-    h("div.editor-head", avatar(bot.handle, "bot"), h("h2", { id: "bot-editor-title" }, `@${bot.handle}`), h("span.spacer"), h("a.close", { href: "#/bots", "aria-label": "Close editor" }, "×")),
-    stateEl,
-    h("div.grid2", field("Name", name), field("Model", model, "“scripted” runs offline from the script below.")),
-    h("datalist", { id: modelList }, MODELS.map((m) => h("option", { value: m }))),
-    field("Description", description),
-    field("Instructions", instructions),
-    field("Extra tools", tools, `Comma-separated, beyond the built-ins every bot has (${BUILTIN_TOOLS.join(", ")}).`),
-    field("Approval tools", approval, "Comma-separated. Calls to these tools wait for a human decision (approve, edit, reject)."),
+function botCard(bot, selected) {
+  return h(
+    "li.bot-card",
+    { class: selected ? "selected" : "", dataset: { handle: bot.handle, status: bot.state?.status || "idle" } },
+    avatar(bot.handle, "bot"),
     h(
-      "div.grid3",
-      field("Max parallel threads", parallel),
-      h("label.check", memory, h("span", "Memory enabled")),
-      h("label.check", enabled, h("span", "Enabled")),
+      "div.bot-card-main",
+      h(
+        "div.bot-card-head",
+        h("a.bot-name", { href: `#/bots/${encodeURIComponent(bot.handle)}`, "aria-current": selected ? "true" : null }, `@${bot.handle}`),
+        bot.name && bot.name !== bot.handle ? h("span.muted", bot.name) : null,
+        h("span.spacer"),
+        h("code.model", bot.model || ""),
+      ),
+      bot.description ? h("p.bot-desc", bot.description) : null,
+      h("p.bot-state", { "aria-live": "polite" }, stateLine(bot)),
     ),
-    scriptSection,
-    error,
-    h("div.row.end", remove, h("span.spacer"), save),
   );
-
-  form.addEventListener("submit", async (event) => {
-    event.preventDefault();
-    error.hidden = true;
-    let patch;
-    try {
-      const modelSettings = { ...settings };
-      if (model.value.trim() === "scripted") {
-        modelSettings.script = ruleEditors.map((r) => r.value());
-        modelSettings.delay_ms = Number(delay.value) || 0;
-      }
-      patch = {
-        name: name.value,
-        description: description.value,
-        instructions: instructions.value,
-        model: model.value.trim(),
-        model_settings: modelSettings,
-        tools: splitList(tools.value),
-        approval_tools: splitList(approval.value),
-        memory_enabled: memory.checked,
-        enabled: enabled.checked,
-        max_parallel_threads: Number(parallel.value) || 1,
-      };
-    } catch (err) {
-      error.hidden = false;
-      error.textContent = err.message;
-      return;
-    }
-    save.disabled = true;
-    try {
-      const updated = await api.updateBot(bot.handle, patch);
-      store.putBot(updated);
-      toast(`Saved @${bot.handle}`);
-    } catch (err) {
-      error.hidden = false;
-      error.textContent = `Not saved: ${describeError(err)}`;
-    } finally {
-      save.disabled = false;
-    }
-  });
-  remove.addEventListener("click", async () => {
-    if (!confirm(`Delete @${bot.handle}? This cannot be undone.`)) return;
-    try {
-      await api.deleteBot(bot.handle);
-      store.bots.delete(bot.handle);
-      store.notify("bots");
-      toast(`Deleted @${bot.handle}`);
-      onDeleted();
-    } catch (err) {
-      error.hidden = false;
-      error.textContent = `Not deleted: ${describeError(err)}`;
-    }
-  });
-  return { el: form, handle: bot.handle, stateEl };
 }
 
 function openNewBot() {

@@ -8,66 +8,132 @@ const MENTIONS = /(?:^|[^a-z0-9_@-])@([a-z0-9_-]{2,32})/gi;
 
 /**
  * createComposer({ handles: () => [{handle, kind, name, inThread}], recipients: (mentions) => string,
- *                  onSend: async (text) => void, label })
+ *                  onSend: async (text) => void, label }) → { el, input, focus(), refreshHint() }
  */
-export function createComposer({ handles, recipients, onSend, label = "Message" }) {
-  const inputId = nextId("composer");
-  const listId = nextId("mentions");
-  const hintId = nextId("hint");
-  const input = h("textarea.composer-input", {
-    id: inputId,
-    rows: 1,
-    placeholder: "Write a message — @ to mention",
-    role: "combobox",
-    "aria-autocomplete": "list",
-    "aria-expanded": "false",
-    "aria-controls": listId,
-    "aria-describedby": hintId,
-    autocomplete: "off",
-  });
-  const list = h("ul.mention-list", { id: listId, role: "listbox", "aria-label": "Mention suggestions", hidden: true });
-  const send = h("button.primary.send", { type: "submit", "aria-label": "Send message" }, "Send");
-  const hint = h("div.composer-hint", { id: hintId });
-  const form = h(
-    "form.composer",
-    { "aria-label": "Compose a message" },
-    h("label.visually-hidden", { for: inputId }, label),
-    h("div.composer-box", list, input, send),
-    hint,
-  );
+export function createComposer(options) {
+  return new Composer(options);
+}
 
-  let options = [];
-  let active = -1;
-  let sending = false;
-
-  function autosize() {
-    input.style.height = "auto";
-    input.style.height = `${Math.min(input.scrollHeight, 220)}px`;
+class Composer {
+  constructor({ handles, recipients, onSend, label = "Message" }) {
+    this.recipients = recipients;
+    this.onSend = onSend;
+    this.sending = false;
+    const inputId = nextId("composer");
+    const listId = nextId("mentions");
+    const hintId = nextId("hint");
+    this.input = h("textarea.composer-input", {
+      id: inputId,
+      rows: 1,
+      placeholder: "Write a message — @ to mention",
+      role: "combobox",
+      "aria-autocomplete": "list",
+      "aria-expanded": "false",
+      "aria-controls": listId,
+      "aria-describedby": hintId,
+      autocomplete: "off",
+    });
+    this.mentions = new MentionList(this.input, listId, handles, () => this.edited());
+    this.sendButton = h("button.primary.send", { type: "submit", "aria-label": "Send message" }, "Send");
+    this.hint = h("div.composer-hint", { id: hintId });
+    this.el = h(
+      "form.composer",
+      { "aria-label": "Compose a message" },
+      h("label.visually-hidden", { for: inputId }, label),
+      h("div.composer-box", this.mentions.list, this.input, this.sendButton),
+      this.hint,
+    );
+    this.input.addEventListener("input", () => {
+      this.autosize();
+      this.mentions.refresh();
+      this.refreshHint();
+    });
+    this.input.addEventListener("keydown", (event) => {
+      if (event.isComposing || this.mentions.onKey(event)) return;
+      if (event.key === "Enter" && !event.shiftKey) {
+        event.preventDefault();
+        this.submit();
+      }
+    });
+    this.el.addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.submit();
+    });
+    this.refreshHint();
   }
 
-  function updateHint() {
-    const mentioned = [...input.value.matchAll(MENTIONS)].map((m) => m[1].toLowerCase());
-    hint.textContent = recipients ? recipients(mentioned) : "";
+  focus() {
+    this.input.focus();
   }
 
-  function close() {
-    list.hidden = true;
-    options = [];
-    active = -1;
-    input.setAttribute("aria-expanded", "false");
-    input.removeAttribute("aria-activedescendant");
+  autosize() {
+    this.input.style.height = "auto";
+    this.input.style.height = `${Math.min(this.input.scrollHeight, 220)}px`;
   }
 
-  function query() {
-    const before = input.value.slice(0, input.selectionStart);
+  refreshHint() {
+    const mentioned = [...this.input.value.matchAll(MENTIONS)].map((m) => m[1].toLowerCase());
+    this.hint.textContent = this.recipients ? this.recipients(mentioned) : "";
+  }
+
+  /** The text changed other than by typing (a mention was picked, or it was sent). */
+  edited() {
+    this.refreshHint();
+    this.autosize();
+  }
+
+  async submit() {
+    const text = this.input.value.trim();
+    if (!text || this.sending) return;
+    this.sending = true;
+    this.sendButton.disabled = true;
+    try {
+      await this.onSend(text);
+      this.input.value = "";
+      this.autosize();
+      this.refreshHint();
+    } catch {
+      /* onSend reported it; keep the text so nothing is lost */
+    } finally {
+      this.sending = false;
+      this.sendButton.disabled = false;
+      this.input.focus();
+    }
+  }
+}
+
+/** The "@" autocomplete under a textarea: a listbox of handles, picked by keyboard or mouse. */
+class MentionList {
+  constructor(input, listId, handles, onPick) {
+    this.input = input;
+    this.listId = listId;
+    this.handles = handles;
+    this.onPick = onPick;
+    this.options = [];
+    this.active = -1;
+    this.list = h("ul.mention-list", { id: listId, role: "listbox", "aria-label": "Mention suggestions", hidden: true });
+    input.addEventListener("click", () => this.refresh());
+    input.addEventListener("blur", () => setTimeout(() => this.close(), 100));
+  }
+
+  close() {
+    this.list.hidden = true;
+    this.options = [];
+    this.active = -1;
+    this.input.setAttribute("aria-expanded", "false");
+    this.input.removeAttribute("aria-activedescendant");
+  }
+
+  /** The partial handle typed after an "@" just before the caret, or null. */
+  query() {
+    const before = this.input.value.slice(0, this.input.selectionStart);
     const m = before.match(MENTION_BEFORE_CARET);
     return m ? m[2].toLowerCase() : null;
   }
 
-  function refresh() {
-    const q = query();
-    if (q === null || input.selectionStart !== input.selectionEnd) return close();
-    const all = handles();
+  /** Handles that start with q, then those that contain it; the thread's participants first. */
+  rank(q) {
+    const all = this.handles();
     const seen = new Set();
     const ranked = [];
     for (const pass of [(a) => a.handle.startsWith(q), (a) => a.handle.includes(q) || (a.name || "").toLowerCase().includes(q)]) {
@@ -78,46 +144,53 @@ export function createComposer({ handles, recipients, onSend, label = "Message" 
         }
       }
     }
-    options = ranked.sort((a, b) => Number(Boolean(b.inThread)) - Number(Boolean(a.inThread))).slice(0, 8);
-    if (!options.length) return close();
-    active = 0;
-    clear(list);
-    options.forEach((a, i) => {
-      list.appendChild(
-        h(
-          "li.mention-option",
-          {
-            id: `${listId}-${i}`,
-            role: "option",
-            "aria-selected": i === active ? "true" : "false",
-            onmousedown: (event) => {
-              event.preventDefault(); // keep focus in the textarea
-              pick(i);
-            },
-          },
-          avatar(a.handle, a.kind),
-          h("span.mention-handle", `@${a.handle}`),
-          a.name && a.name !== a.handle ? h("span.muted", a.name) : null,
-          h("span.mention-kind", a.inThread ? "in thread" : a.kind),
-        ),
-      );
-    });
-    list.hidden = false;
-    input.setAttribute("aria-expanded", "true");
-    highlight();
+    return ranked.sort((a, b) => Number(Boolean(b.inThread)) - Number(Boolean(a.inThread))).slice(0, 8);
   }
 
-  function highlight() {
-    [...list.children].forEach((li, i) => li.setAttribute("aria-selected", i === active ? "true" : "false"));
-    if (active >= 0) {
-      input.setAttribute("aria-activedescendant", `${listId}-${active}`);
-      list.children[active]?.scrollIntoView({ block: "nearest" });
+  refresh() {
+    const q = this.query();
+    if (q === null || this.input.selectionStart !== this.input.selectionEnd) return this.close();
+    this.options = this.rank(q);
+    if (!this.options.length) return this.close();
+    this.active = 0;
+    clear(this.list);
+    this.options.forEach((a, i) => this.list.appendChild(this.optionEl(a, i)));
+    this.list.hidden = false;
+    this.input.setAttribute("aria-expanded", "true");
+    this.highlight();
+  }
+
+  optionEl(a, i) {
+    return h(
+      "li.mention-option",
+      {
+        id: `${this.listId}-${i}`,
+        role: "option",
+        "aria-selected": i === this.active ? "true" : "false",
+        onmousedown: (event) => {
+          event.preventDefault(); // keep focus in the textarea
+          this.pick(i);
+        },
+      },
+      avatar(a.handle, a.kind),
+      h("span.mention-handle", `@${a.handle}`),
+      a.name && a.name !== a.handle ? h("span.muted", a.name) : null,
+      h("span.mention-kind", a.inThread ? "in thread" : a.kind),
+    );
+  }
+
+  highlight() {
+    [...this.list.children].forEach((li, i) => li.setAttribute("aria-selected", i === this.active ? "true" : "false"));
+    if (this.active >= 0) {
+      this.input.setAttribute("aria-activedescendant", `${this.listId}-${this.active}`);
+      this.list.children[this.active]?.scrollIntoView({ block: "nearest" });
     }
   }
 
-  function pick(i) {
-    const option = options[i];
+  pick(i) {
+    const option = this.options[i];
     if (!option) return;
+    const input = this.input;
     const caret = input.selectionStart;
     const before = input.value.slice(0, caret);
     const after = input.value.slice(caret);
@@ -126,73 +199,25 @@ export function createComposer({ handles, recipients, onSend, label = "Message" 
     input.value = before.slice(0, start) + insert + after.replace(/^[a-z0-9_-]*/i, "").replace(/^ /, "");
     const pos = start + insert.length;
     input.setSelectionRange(pos, pos);
-    close();
-    updateHint();
-    autosize();
+    this.close();
+    this.onPick();
   }
 
-  async function submit() {
-    const text = input.value.trim();
-    if (!text || sending) return;
-    sending = true;
-    send.disabled = true;
-    try {
-      await onSend(text);
-      input.value = "";
-      autosize();
-      updateHint();
-    } catch {
-      /* onSend reported it; keep the text so nothing is lost */
-    } finally {
-      sending = false;
-      send.disabled = false;
-      input.focus();
+  /** Arrow keys, Enter/Tab and Escape while the list is open; true when the key was used. */
+  onKey(event) {
+    if (this.list.hidden || !this.options.length) return false;
+    if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+      const step = event.key === "ArrowDown" ? 1 : -1;
+      this.active = (this.active + step + this.options.length) % this.options.length;
+      this.highlight();
+    } else if (event.key === "Enter" || event.key === "Tab") {
+      this.pick(this.active);
+    } else if (event.key === "Escape") {
+      this.close();
+    } else {
+      return false;
     }
-  }
-
-  input.addEventListener("input", () => {
-    autosize();
-    refresh();
-    updateHint();
-  });
-  input.addEventListener("click", refresh);
-  input.addEventListener("blur", () => setTimeout(close, 100));
-  input.addEventListener("keydown", (event) => {
-    if (event.isComposing) return;
-    if (!list.hidden && options.length) {
-      if (event.key === "ArrowDown" || event.key === "ArrowUp") {
-        event.preventDefault();
-        const step = event.key === "ArrowDown" ? 1 : -1;
-        active = (active + step + options.length) % options.length;
-        highlight();
-        return;
-      }
-      if (event.key === "Enter" || event.key === "Tab") {
-        event.preventDefault();
-        pick(active);
-        return;
-      }
-      if (event.key === "Escape") {
-        event.preventDefault();
-        close();
-        return;
-      }
-    }
-    if (event.key === "Enter" && !event.shiftKey) {
-      event.preventDefault();
-      submit();
-    }
-  });
-  form.addEventListener("submit", (event) => {
     event.preventDefault();
-    submit();
-  });
-  updateHint();
-
-  return {
-    el: form,
-    input,
-    focus: () => input.focus(),
-    refreshHint: updateHint,
-  };
+    return true;
+  }
 }

@@ -1,35 +1,16 @@
-// The thread view: messages and run cards on one timeline, the reply streaming in token by
-// token, question/approval cards, and the composer.
-//
-// Rendering is windowed from the bottom: the newest WINDOW entries are rendered first and
-// earlier ones are rendered in pages when the reader scrolls up (or jumps to a trigger), so a
-// 2,000-message thread paints as fast as a short one.
+// The thread view: the header (title, kind, participants and what their bots are doing), the
+// timeline (timeline.js: messages from messages.js and run cards from runs.js, the reply
+// streaming in token by token, question/approval cards) and the composer; kept live from the
+// event stream.
 
-import { h, fill, clear, timeEl, renderText, avatar, debounce, toast, parseTime } from "/web/dom.js";
+import { h, fill, clear, timeEl, avatar, debounce, toast } from "/web/dom.js";
 import { api, describeError } from "/web/api.js";
 import { live } from "/web/live.js";
 import { store } from "/web/store.js";
-import { RunCard, OPEN_STATUSES, statusLabel } from "/web/runs.js";
+import { RunCard } from "/web/runs.js";
 import { createComposer } from "/web/composer.js";
-
-const WINDOW = 80;
-const PAGE = 120;
-
-const NOTICE_LABEL = {
-  hop_limit: "Hop limit reached",
-  handoff_held: "Hand-off held",
-  handoff_released: "Hand-off released",
-  run_failed: "Run failed",
-  run_cancelled: "Run cancelled",
-  restart: "Server restarted",
-  server_restart: "Server restarted",
-  shed: "Request shed",
-};
-
-function entryTime(iso) {
-  const d = parseTime(iso);
-  return d ? d.getTime() : 0;
-}
+import { messageEl } from "/web/messages.js";
+import { Timeline, buildEntries, entryTime } from "/web/timeline.js";
 
 export function mount(container, parts) {
   const threadId = parts[1];
@@ -65,12 +46,8 @@ class ThreadView {
     this.runTicks = new Map(); // run id → run.updated events applied from the stream
     this.cards = new Map();
     this.replied = new Set(); // runs whose reply message is on the timeline
-    this.entries = []; // [{kind: "m" | "r", id, t}] oldest first
-    this.renderedFrom = 0; // index into entries of the first rendered entry
-    this.rendered = new Map(); // entry key → element
     this.loaded = false;
     this.disposed = false;
-    this.stick = true;
 
     this.title = h("h1.thread-title", "Loading…");
     this.meta = h("div.thread-meta");
@@ -81,36 +58,18 @@ class ThreadView {
       h("div.thread-head-main", this.title, this.meta),
       this.presence,
     );
-    this.earlier = h("button.load-earlier", { type: "button", hidden: true, onclick: () => this.renderEarlier() }, "Show earlier messages");
-    this.list = h("div.timeline-items");
-    this.timeline = h(
-      "div.timeline",
-      { role: "log", "aria-label": "Messages", "aria-live": "polite", "aria-relevant": "additions", tabindex: "0" },
-      this.earlier,
-      this.list,
+    this.timeline = new Timeline((entry) =>
+      entry.kind === "m" ? messageEl(this.messages.get(entry.id)) : this.card(this.runs.get(entry.id)).el,
     );
-    this.jump = h("button.jump-latest", { type: "button", hidden: true, onclick: () => this.scrollToEnd(true) }, "↓ New messages");
     this.composer = createComposer({
       handles: () => this.handles(),
       recipients: (mentions) => this.recipientHint(mentions),
       onSend: (text) => this.send(text),
     });
-    this.root = h("section.thread-view", { "aria-labelledby": "thread-title" }, header, h("div.timeline-wrap", this.timeline, this.jump), this.composer.el);
+    this.root = h("section.thread-view", { "aria-labelledby": "thread-title" }, header, this.timeline.el, this.composer.el);
     this.title.id = "thread-title";
     container.append(this.root);
 
-    this.timeline.addEventListener("scroll", () => {
-      const gap = this.timeline.scrollHeight - this.timeline.scrollTop - this.timeline.clientHeight;
-      this.stick = gap < 60;
-      if (this.stick) this.jump.hidden = true;
-    });
-    this.observer = new IntersectionObserver(
-      (entries) => {
-        if (entries.some((e) => e.isIntersecting) && this.loaded) this.renderEarlier();
-      },
-      { root: this.timeline, rootMargin: "200px 0px 0px 0px" },
-    );
-    this.observer.observe(this.earlier);
     this.ackSoon = debounce(() => this.ack(), 400);
     this.onVisible = () => {
       if (document.visibilityState === "visible") this.ackSoon();
@@ -119,7 +78,7 @@ class ThreadView {
   }
 
   teardown() {
-    this.observer.disconnect();
+    this.timeline.teardown();
     document.removeEventListener("visibilitychange", this.onVisible);
   }
 
@@ -136,26 +95,17 @@ class ThreadView {
       this.thread = thread;
       for (const m of messages) this.messages.set(m.id, m);
       for (const r of runs) this.runs.set(r.id, r);
-      this.rebuildEntries();
+      const { entries, replied } = buildEntries(this.messages, this.runs);
+      this.replied = replied;
       this.renderHeader();
-      this.renderInitial();
+      this.timeline.renderInitial(entries);
       this.loaded = true;
-      const ms = performance.now() - this.started;
-      const stats = { ms, at: performance.now(), messages: this.messages.size, runs: this.runs.size, rendered: this.rendered.size };
-      window.__openbot = Object.assign(window.__openbot || {}, { lastThreadRender: stats });
-      this.root.dataset.rendered = "true";
-      performance.mark("openbot:thread-rendered");
-      // Time to the first frame that shows it (the next animation frame has been painted).
-      requestAnimationFrame(() => setTimeout(() => {
-        stats.paintedAt = performance.now();
-        stats.paintedMs = stats.paintedAt - this.started;
-        this.root.dataset.painted = "true";
-      }, 0));
+      this.reportRendered();
       if (matchMedia("(min-width: 761px)").matches) this.composer.focus(); // no keyboard pop-up on phones
       this.ack();
     } catch (error) {
       if (this.disposed) return;
-      fill(this.list, 
+      fill(this.timeline.list,
         h(
           "div.empty",
           error.status === 404 ? "This thread does not exist (or was deleted)." : `Could not load the thread: ${describeError(error)}`,
@@ -165,11 +115,26 @@ class ThreadView {
     }
   }
 
+  /** Render timings for the benchmarks: window.__openbot.lastThreadRender, data-rendered/painted. */
+  reportRendered() {
+    const ms = performance.now() - this.started;
+    const stats = { ms, at: performance.now(), messages: this.messages.size, runs: this.runs.size, rendered: this.timeline.rendered.size };
+    window.__openbot = Object.assign(window.__openbot || {}, { lastThreadRender: stats });
+    this.root.dataset.rendered = "true";
+    performance.mark("openbot:thread-rendered");
+    // Time to the first frame that shows it (the next animation frame has been painted).
+    requestAnimationFrame(() => setTimeout(() => {
+      stats.paintedAt = performance.now();
+      stats.paintedMs = stats.paintedAt - this.started;
+      this.root.dataset.painted = "true";
+    }, 0));
+  }
+
   /** After a reconnect or reset: catch up over REST (messages after the last one, runs, header). */
   async resync() {
     if (!this.loaded || this.disposed) return;
     try {
-      const lastId = this.entries.filter((e) => e.kind === "m").map((e) => e.id).pop();
+      const lastId = this.timeline.lastMessageId();
       const before = new Map(this.runTicks);
       const [thread, messages, runs] = await Promise.all([
         api.thread(this.threadId, { actor: store.actor }),
@@ -185,167 +150,12 @@ class ThreadView {
     }
   }
 
-  /**
-   * One timeline: messages in server order; a run's card sits right below its reply (the first
-   * message it posted) or, for a run without a reply yet, where it started.
-   */
-  rebuildEntries() {
-    const replied = new Map(); // reply message id → [run ids]
-    const replyOf = new Set();
-    this.replied = replyOf;
-    for (const m of this.messages.values()) {
-      if (m.run_id && this.runs.has(m.run_id) && !replyOf.has(m.run_id)) {
-        replyOf.add(m.run_id);
-        replied.set(m.id, [...(replied.get(m.id) || []), m.run_id]);
-      }
-    }
-    const loose = [...this.runs.values()]
-      .filter((r) => !replyOf.has(r.id))
-      .map((r) => ({ kind: "r", id: r.id, t: entryTime(r.created_at) }))
-      .sort((a, b) => a.t - b.t);
-    const entries = [];
-    let next = 0;
-    for (const m of this.messages.values()) {
-      const t = entryTime(m.created_at);
-      while (next < loose.length && loose[next].t < t) entries.push(loose[next++]);
-      entries.push({ kind: "m", id: m.id, t });
-      for (const runId of replied.get(m.id) || []) entries.push({ kind: "r", id: runId, t });
-    }
-    while (next < loose.length) entries.push(loose[next++]);
-    this.entries = entries;
-  }
-
   // ---- rendering ----------------------------------------------------------------------------
-
-  key(entry) {
-    return `${entry.kind}:${entry.id}`;
-  }
-
-  renderEntry(entry) {
-    let el;
-    if (entry.kind === "m") {
-      el = this.messageEl(this.messages.get(entry.id));
-    } else {
-      const card = this.card(this.runs.get(entry.id));
-      el = card.el;
-    }
-    this.rendered.set(this.key(entry), el);
-    return el;
-  }
-
-  renderInitial() {
-    clear(this.list);
-    this.rendered.clear();
-    this.renderedFrom = Math.max(0, this.entries.length - WINDOW);
-    const frag = document.createDocumentFragment();
-    for (let i = this.renderedFrom; i < this.entries.length; i += 1) frag.appendChild(this.renderEntry(this.entries[i]));
-    if (!this.entries.length) frag.appendChild(h("div.empty.thread-empty", "No messages yet. Say hello — mention a bot with @, or just write to the default bot."));
-    this.list.appendChild(frag);
-    this.updateEarlier();
-    this.scrollToEnd(true);
-  }
-
-  renderEarlier(count = PAGE) {
-    if (this.renderedFrom === 0) return;
-    const from = Math.max(0, this.renderedFrom - count);
-    const frag = document.createDocumentFragment();
-    for (let i = from; i < this.renderedFrom; i += 1) frag.appendChild(this.renderEntry(this.entries[i]));
-    const before = this.timeline.scrollHeight;
-    const top = this.timeline.scrollTop;
-    this.list.insertBefore(frag, this.list.firstChild);
-    this.renderedFrom = from;
-    this.timeline.scrollTop = top + (this.timeline.scrollHeight - before);
-    this.updateEarlier();
-  }
-
-  updateEarlier() {
-    const hidden = this.renderedFrom;
-    this.earlier.hidden = hidden === 0;
-    this.earlier.textContent = `Show earlier (${hidden} more)`;
-  }
-
-  appendEntry(entry) {
-    this.list.querySelector(".thread-empty")?.remove();
-    this.entries.push(entry);
-    this.list.appendChild(this.renderEntry(entry));
-    this.afterAppend();
-  }
-
-  afterAppend() {
-    if (this.stick) this.scrollToEnd();
-    else this.jump.hidden = false;
-  }
-
-  scrollToEnd(force = false) {
-    if (force) this.stick = true;
-    requestAnimationFrame(() => {
-      this.timeline.scrollTop = this.timeline.scrollHeight;
-    });
-    this.jump.hidden = true;
-  }
-
-  jumpTo(messageId) {
-    const index = this.entries.findIndex((e) => e.kind === "m" && e.id === messageId);
-    if (index < 0) return;
-    if (index < this.renderedFrom) this.renderEarlier(this.renderedFrom - index + 5);
-    const el = this.rendered.get(`m:${messageId}`);
-    if (!el) return;
-    el.scrollIntoView({ block: "center", behavior: "smooth" });
-    el.classList.add("flash");
-    setTimeout(() => el.classList.remove("flash"), 1600);
-  }
-
-  messageEl(m) {
-    if (!m.sender) {
-      const kind = (m.metadata && m.metadata.kind) || "notice";
-      return h(
-        "div.notice",
-        { id: `m-${m.id}`, class: `notice-${kind}`, role: "note", dataset: { messageId: m.id, kind } },
-        h("span.notice-label", NOTICE_LABEL[kind] || kind.replace(/_/g, " ")),
-        h("span.notice-text", renderText(m.content)),
-        timeEl(m.created_at),
-      );
-    }
-    const sender = m.sender;
-    const mine = sender.handle === store.actor;
-    return h(
-      "article.msg",
-      {
-        id: `m-${m.id}`,
-        class: `msg-${sender.kind}${mine ? " msg-mine" : ""}`,
-        dataset: { messageId: m.id, sender: sender.handle },
-        "aria-label": `@${sender.handle}`,
-      },
-      avatar(sender.handle, sender.kind),
-      h(
-        "div.msg-body",
-        h(
-          "div.msg-head",
-          h("span.msg-sender", `@${sender.handle}`),
-          sender.kind !== "human" ? h("span.msg-kind", sender.kind) : null,
-          m.hop ? h("span.msg-hop", { title: "Bot-to-bot hand-offs since the last human message" }, `hop ${m.hop}`) : null,
-          timeEl(m.created_at),
-        ),
-        h("div.msg-content", renderText(m.content, this.handleSet(m))),
-      ),
-    );
-  }
-
-  /** Handles to highlight: the server-resolved mentions plus the team (null: highlight all). */
-  handleSet(m) {
-    if (!store.actors.size) return null; // team not loaded yet: trust the text
-    if (!this._handleSet || this._handleSetSize !== store.actors.size) {
-      this._handleSet = new Set(store.actors.keys());
-      this._handleSetSize = store.actors.size;
-    }
-    if (!m.mentions || !m.mentions.length) return this._handleSet;
-    return new Set([...this._handleSet, ...m.mentions]);
-  }
 
   card(run) {
     let card = this.cards.get(run.id);
     if (!card) {
-      card = new RunCard(run, { onJump: (id) => this.jumpTo(id) });
+      card = new RunCard(run, { onJump: (id) => this.timeline.jumpTo(id) });
       this.cards.set(run.id, card);
     }
     return card;
@@ -403,17 +213,11 @@ class ThreadView {
     if (!this.loaded) return; // the initial load will include it (or resync will)
     const card = m.run_id ? this.cards.get(m.run_id) : null;
     if (card) card.markReplied();
-    this.appendEntry({ kind: "m", id: m.id, t: entryTime(m.created_at) });
+    this.timeline.append({ kind: "m", id: m.id, t: entryTime(m.created_at) });
     if (card && card.el.isConnected && !this.replied.has(m.run_id)) {
       // The reply replaces the streamed text; its run card moves under it.
       this.replied.add(m.run_id);
-      const at = this.entries.findIndex((e) => e.kind === "r" && e.id === m.run_id);
-      if (at >= 0) {
-        const [entry] = this.entries.splice(at, 1);
-        this.entries.push(entry);
-        if (at < this.renderedFrom) this.renderedFrom -= 1;
-      }
-      this.list.appendChild(card.el);
+      this.timeline.moveToEnd("r", m.run_id, card.el);
     }
     if (m.sender && !(this.thread.participants || []).some((p) => p.handle === m.sender.handle)) {
       this.thread.participants = [...(this.thread.participants || []), m.sender];
@@ -442,8 +246,8 @@ class ThreadView {
     if (!this.loaded) return;
     const card = this.cards.get(run.id);
     if (card) card.update(run);
-    if (!known) this.appendEntry({ kind: "r", id: run.id, t: entryTime(run.created_at) });
-    else if (this.stick) this.scrollToEnd();
+    if (!known) this.timeline.append({ kind: "r", id: run.id, t: entryTime(run.created_at) });
+    else this.timeline.follow();
     this.renderPresence();
   }
 
@@ -462,7 +266,7 @@ class ThreadView {
     const card = this.cards.get(delta.run_id);
     if (card) {
       card.appendDelta(delta.delta || "");
-      if (this.stick) this.scrollToEnd();
+      this.timeline.follow();
     } else {
       // A delta before its run.updated: show the run now, then keep streaming into it.
       this.onRun({ id: delta.run_id, thread_id: this.threadId, bot: delta.bot, status: "running", created_at: new Date().toISOString() });
@@ -506,7 +310,7 @@ class ThreadView {
     try {
       const result = await api.postMessage(this.threadId, { content: text, from: store.actor });
       if (result && result.message) this.onMessage(result.message);
-      this.scrollToEnd(true);
+      this.timeline.scrollToEnd(true);
       if (result && result.held && result.held.length) toast(`Hand-off held for ${result.held.map((x) => `@${x}`).join(", ")}`);
     } catch (error) {
       toast(`Not sent: ${describeError(error)}`, "error");
@@ -523,5 +327,3 @@ class ThreadView {
     }
   }
 }
-
-export { statusLabel, OPEN_STATUSES };

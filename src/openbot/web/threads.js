@@ -112,6 +112,44 @@ export function mount(container, parts, params) {
 
 /** The new-thread dialog; navigates to the thread when created. */
 export function openNewThread() {
+  const f = newThreadForm();
+  const dialog = h("dialog.new-thread", { "aria-labelledby": "new-thread-title" }, f.form);
+  document.body.append(dialog);
+  const close = () => {
+    dialog.close();
+    dialog.remove();
+  };
+  f.cancel.addEventListener("click", close);
+  dialog.addEventListener("close", () => dialog.remove());
+  // Picking a default bot makes it a participant too.
+  f.defaultBot.addEventListener("change", () => {
+    const box = f.boxes.find((i) => i.value === f.defaultBot.value);
+    if (box) box.checked = true;
+  });
+  f.form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    f.error.hidden = true;
+    f.create.disabled = true;
+    const participants = f.boxes.filter((i) => i.checked).map((i) => i.value);
+    const body = { title: f.title.value.trim(), kind: f.kind.value, participants: [store.actor, ...participants] };
+    if (f.defaultBot.value) body.default_bot = f.defaultBot.value;
+    try {
+      const thread = await api.createThread(body);
+      store.putThread(thread);
+      close();
+      location.hash = `#/t/${encodeURIComponent(thread.id)}`;
+    } catch (err) {
+      f.create.disabled = false;
+      f.error.hidden = false;
+      f.error.textContent = describeError(err);
+    }
+  });
+  dialog.showModal();
+  f.title.focus();
+  return dialog;
+}
+
+function newThreadForm() {
   const bots = [...store.bots.values()].sort((a, b) => a.handle.localeCompare(b.handle));
   const humans = store.humans();
   const ids = { title: nextId("title"), kind: nextId("kind"), bot: nextId("bot") };
@@ -128,7 +166,7 @@ export function openNewThread() {
     h("option", { value: "" }, "(none: @chief_of_staff)"),
     bots.map((b) => h("option", { value: b.handle }, `@${b.handle}`)),
   );
-  const participantBoxes = [...bots, ...humans.filter((a) => a.handle !== store.actor)].map((a) =>
+  const checks = [...bots, ...humans.filter((a) => a.handle !== store.actor)].map((a) =>
     h(
       "label.check",
       h("input", { type: "checkbox", value: a.handle, name: "participants" }),
@@ -145,43 +183,11 @@ export function openNewThread() {
     h("h2", { id: "new-thread-title" }, "New thread"),
     h("label", { for: ids.title }, "Title"),
     title,
-    h("fieldset.participants", h("legend", "Participants"), h("div.check-grid", participantBoxes)),
+    h("fieldset.participants", h("legend", "Participants"), h("div.check-grid", checks)),
     h("div.grid2", h("div.stack.tight", h("label", { for: ids.bot }, "Default bot"), defaultBot), h("div.stack.tight", h("label", { for: ids.kind }, "Kind"), kind)),
     error,
     h("div.row.end", cancel, create),
   );
-  const dialog = h("dialog.new-thread", { "aria-labelledby": "new-thread-title" }, form);
-  document.body.append(dialog);
-  const close = () => {
-    dialog.close();
-    dialog.remove();
-  };
-  cancel.addEventListener("click", close);
-  dialog.addEventListener("close", () => dialog.remove());
-  // Picking a default bot makes it a participant too.
-  defaultBot.addEventListener("change", () => {
-    const box = participantBoxes.map((l) => l.querySelector("input")).find((i) => i.value === defaultBot.value);
-    if (box) box.checked = true;
-  });
-  form.addEventListener("submit", async (event) => {
-    event.preventDefault();
-    error.hidden = true;
-    create.disabled = true;
-    const participants = participantBoxes.map((l) => l.querySelector("input")).filter((i) => i.checked).map((i) => i.value);
-    const body = { title: title.value.trim(), kind: kind.value, participants: [store.actor, ...participants] };
-    if (defaultBot.value) body.default_bot = defaultBot.value;
-    try {
-      const thread = await api.createThread(body);
-      store.putThread(thread);
-      close();
-      location.hash = `#/t/${encodeURIComponent(thread.id)}`;
-    } catch (err) {
-      create.disabled = false;
-      error.hidden = false;
-      error.textContent = describeError(err);
-    }
-  });
-  dialog.showModal();
-  title.focus();
-  return dialog;
+  const boxes = checks.map((l) => l.querySelector("input"));
+  return { form, title, kind, defaultBot, boxes, error, create, cancel };
 }
