@@ -1,10 +1,12 @@
-"""The terminal client: ``openbot chat`` (the tables are in ``openbot.tables``).
+"""The terminal client: ``openbot chat``.
 
 ``run_chat`` is a REPL over one thread. The keyboard is read on the main thread (``input`` with
 readline editing); a second thread tails ``/api/v1/events`` and prints what happens: messages,
 the bot's reply streaming in token by token, run state, tool calls, notices, and questions or
 approvals waiting for an answer. Reconnects replay from the last event id, so a server restart
-loses nothing. Everything goes through ``openbot.client`` (the HTTP contract only).
+loses nothing. Everything goes through ``openbot.client`` (the HTTP contract only); the output
+is in ``openbot.screen``, the slash commands in ``openbot.slash_commands``, the tables in
+``openbot.tables``.
 """
 
 from __future__ import annotations
@@ -19,25 +21,18 @@ import httpx
 from rich.console import Console
 from rich.markup import escape
 
-from openbot.client import ApiError, Client, Event, Message, Run
-from openbot.tables import clock, print_thread_table
+from openbot.client import OPEN_STATUSES, ApiError, Client, Event, Message, Run
+from openbot.screen import Screen
+from openbot.slash_commands import Commands
+from openbot.tables import clock
 
-try:  # line editing and history when available
-    import readline
-except ImportError:  # pragma: no cover - not on every platform
-    readline = None  # type: ignore[assignment]
-
-OPEN = {"queued", "running", "waiting_human"}
-PROMPT = "› "
-HELP = """\
-Type a message and press Enter to send it (mention bots with @handle).
-  /answer TEXT     answer the open question
-  /approve         approve every pending action
-  /reject REASON   reject every pending action (or the question) with a reason
-  /cancel          cancel the open runs in this thread
-  /threads         list threads            /switch ID|N   switch thread (id, number or title)
-  /new TITLE       start a new thread      /help          this help
-  /quit            leave (Ctrl-D works too)"""
+# What a run's status change prints (waiting_human and failed say more: see Chat.show_run).
+RUN_LINES = {
+    "cancelled": "[dim]■ @{bot}'s run was cancelled[/]",
+    "running": "[dim]… @{bot} is working[/]",
+    "queued": "[dim]… @{bot} queued[/]",
+    "completed": "[dim]✓ @{bot} done[/]",
+}
 
 
 @dataclass
@@ -54,50 +49,6 @@ class ChatState:
     listing: list[str] = field(default_factory=list)  # thread ids from the last /threads
 
 
-class Screen:
-    """Serialises output from both threads and keeps the prompt line intact."""
-
-    def __init__(self, console: Console) -> None:
-        self.console = console
-        self.lock = threading.RLock()
-        self.at_prompt = False
-        self.in_stream = False
-
-    def _clear_prompt(self) -> None:
-        if self.at_prompt and not self.in_stream:
-            self.console.file.write("\r\x1b[K")
-
-    def _redraw_prompt(self) -> None:
-        if self.at_prompt and not self.in_stream:
-            buffer = readline.get_line_buffer() if readline else ""
-            self.console.file.write(PROMPT + buffer)
-            self.console.file.flush()
-
-    def line(self, markup: str) -> None:
-        with self.lock:
-            self.end_stream()
-            self._clear_prompt()
-            self.console.print(markup, highlight=False, soft_wrap=True)
-            self._redraw_prompt()
-
-    def stream(self, header: str | None, text: str) -> None:
-        with self.lock:
-            if header is not None:
-                self.end_stream()
-                self._clear_prompt()
-                self.console.print(header, end="", highlight=False)
-                self.in_stream = True
-            self.console.file.write(text)
-            self.console.file.flush()
-
-    def end_stream(self) -> None:
-        with self.lock:
-            if self.in_stream:
-                self.console.file.write("\n")
-                self.in_stream = False
-                self._redraw_prompt()
-
-
 class Chat:
     def __init__(self, server: str, token: str | None, console: Console | None = None) -> None:
         self.server = server
@@ -105,6 +56,7 @@ class Chat:
         self.api = Client(server, token)
         self.console = console or Console(highlight=False)
         self.screen = Screen(self.console)
+        self.commands = Commands(self)
         self.state: ChatState | None = None
         self.stop = threading.Event()
         self.connected = threading.Event()
@@ -163,7 +115,7 @@ class Chat:
             state.last_message_id = history[-1]["id"]
         for run in self.api.runs(thread_id=thread_id):
             state.runs[run["id"]] = run
-            if run.get("status") in OPEN:
+            if run.get("status") in OPEN_STATUSES:
                 self.show_run(run)
 
     # -- rendering ----------------------------------------------------------------------------
@@ -201,28 +153,26 @@ class Chat:
         bot = run.get("bot", "?")
         status = run.get("status")
         if status == "waiting_human":
-            interrupt = run.get("interrupt") or {}
-            if interrupt.get("kind") == "approval":
-                self.screen.line(f"[bold yellow]? @{bot} asks for approval:[/]")
-                for action in interrupt.get("actions") or []:
-                    args = escape(json.dumps(action.get("args"), ensure_ascii=False))
-                    self.screen.line(f"    [bold]{escape(str(action.get('name')))}[/] {args}")
-                self.screen.line("  [dim]/approve  or  /reject REASON[/]")
-            else:
-                question = escape(str(interrupt.get("question", "")))
-                self.screen.line(f"[bold yellow]? @{bot} asks:[/] {question}  [dim](/answer TEXT)[/]")
+            self.show_interrupt(bot, run.get("interrupt") or {})
         elif status == "failed":
             error = run.get("error")
             detail = error.get("message") if isinstance(error, dict) else error
             self.screen.line(f"[red]✗ @{bot}'s run failed[/] {escape(str(detail or ''))}")
-        elif status == "cancelled":
-            self.screen.line(f"[dim]■ @{bot}'s run was cancelled[/]")
-        elif status == "running":
-            self.screen.line(f"[dim]… @{bot} is working[/]")
-        elif status == "queued":
-            self.screen.line(f"[dim]… @{bot} queued[/]")
-        elif status == "completed":
-            self.screen.line(f"[dim]✓ @{bot} done[/]")
+        elif status in RUN_LINES:
+            self.screen.line(RUN_LINES[status].format(bot=bot))
+
+    def show_interrupt(self, bot: str, interrupt: dict[str, Any]) -> None:
+        if interrupt.get("kind") == "approval":
+            self.screen.line(f"[bold yellow]? @{bot} asks for approval:[/]")
+            for action in interrupt.get("actions") or []:
+                args = escape(json.dumps(action.get("args"), ensure_ascii=False))
+                self.screen.line(f"    [bold]{escape(str(action.get('name')))}[/] {args}")
+            self.screen.line("  [dim]/approve  or  /reject REASON[/]")
+        else:
+            question = escape(str(interrupt.get("question", "")))
+            self.screen.line(f"[bold yellow]? @{bot} asks:[/] {question}  [dim](/answer TEXT)[/]")
+
+    # -- the event stream ---------------------------------------------------------------------
 
     def handle(self, event: Event) -> None:
         state = self.state
@@ -235,40 +185,43 @@ class Chat:
             self.catch_up()
             return
         thread_id = data.get("thread_id") or (data.get("message") or {}).get("thread_id")
-        if event.event == "thread.updated":
-            return
-        if thread_id != state.thread_id:
+        if event.event == "thread.updated" or thread_id != state.thread_id:
             return
         if event.event == "message.created":
             self.show_message(data)  # type: ignore[arg-type]
         elif event.event == "text.delta":
-            run_id = data.get("run_id")
-            if run_id in state.replied:
-                return
-            header = None
-            if state.streaming != run_id:
-                state.streaming, state.streamed = run_id, ""
-                now = clock(datetime.now().astimezone().isoformat())
-                header = f"[dim]{now}[/] [bold cyan]@{data.get('bot', '?')}[/]: "
-            delta = str(data.get("delta", ""))
-            state.streamed += delta
-            self.screen.stream(header, delta)
+            self.on_delta(state, data)
         elif event.event == "run.updated":
-            previous = state.runs.get(data["id"])
-            state.runs[data["id"]] = data  # type: ignore[assignment]
-            changed = previous is None or previous.get("status") != data.get("status")
-            if changed and data.get("status") != "completed":
-                if state.streaming == data["id"] and data.get("status") != "running":
-                    state.streaming = None
-                self.show_run(data)  # type: ignore[arg-type]
-        elif event.event == "run.event":
+            self.on_run_updated(state, data)
+        elif event.event == "run.event" and data.get("type") == "tool_call":
             payload = data.get("payload") or {}
-            if data.get("type") == "tool_call":
-                args = json.dumps(payload.get("args", {}), ensure_ascii=False)
-                if len(args) > 120:
-                    args = args[:117] + "..."
-                name = payload.get("name", "tool")
-                self.screen.line(f"[dim]  ↳ calls {escape(str(name))} {escape(args)}[/]")
+            args = json.dumps(payload.get("args", {}), ensure_ascii=False)
+            if len(args) > 120:
+                args = args[:117] + "..."
+            name = payload.get("name", "tool")
+            self.screen.line(f"[dim]  ↳ calls {escape(str(name))} {escape(args)}[/]")
+
+    def on_delta(self, state: ChatState, data: dict[str, Any]) -> None:
+        run_id = data.get("run_id")
+        if run_id in state.replied:
+            return
+        header = None
+        if state.streaming != run_id:
+            state.streaming, state.streamed = run_id, ""
+            now = clock(datetime.now().astimezone().isoformat())
+            header = f"[dim]{now}[/] [bold cyan]@{data.get('bot', '?')}[/]: "
+        delta = str(data.get("delta", ""))
+        state.streamed += delta
+        self.screen.stream(header, delta)
+
+    def on_run_updated(self, state: ChatState, data: dict[str, Any]) -> None:
+        previous = state.runs.get(data["id"])
+        state.runs[data["id"]] = data  # type: ignore[assignment]
+        changed = previous is None or previous.get("status") != data.get("status")
+        if changed and data.get("status") != "completed":
+            if state.streaming == data["id"] and data.get("status") != "running":
+                state.streaming = None
+            self.show_run(data)  # type: ignore[arg-type]
 
     def catch_up(self) -> None:
         state = self.state
@@ -281,8 +234,6 @@ class Chat:
             state.runs[run["id"]] = run
             if previous is not None and previous.get("status") != run.get("status"):
                 self.show_run(run)
-
-    # -- the event thread ---------------------------------------------------------------------
 
     def tail(self) -> None:
         client = Client(self.server, self.token)
@@ -311,79 +262,7 @@ class Chat:
             self.stop.wait(delay)  # back-off between reconnect attempts
             delay = min(delay * 2, 5.0)
 
-    # -- commands -----------------------------------------------------------------------------
-
-    def waiting(self) -> Run | None:
-        state = self.state
-        assert state is not None
-        waiting = [r for r in self.api.runs(thread_id=state.thread_id, status="waiting_human")]
-        return waiting[0] if waiting else None
-
-    def command(self, line: str) -> bool:
-        """Run one slash command; False means quit."""
-        name, _, arg = line[1:].partition(" ")
-        arg = arg.strip()
-        state = self.state
-        assert state is not None
-        if name in {"quit", "exit", "q"}:
-            return False
-        if name == "help":
-            self.screen.line(escape(HELP))
-        elif name == "threads":
-            threads = print_thread_table(self.api, self.console)
-            state.listing = [t["id"] for t in threads]
-        elif name == "switch":
-            found = self.resolve(arg) if arg else None
-            if found is None:
-                self.screen.line(f"[red]No single thread matches {escape(arg)!r}.[/] Try /threads.")
-            else:
-                self.enter(found["id"], found.get("title") or "")
-        elif name == "new":
-            created = self.api.create_thread(title=arg or "Chat", participants=[self.me])
-            self.enter(created["id"], created.get("title") or arg)
-        elif name == "answer":
-            run = self.waiting()
-            if not arg:
-                self.screen.line("[red]Usage: /answer TEXT[/]")
-            elif run is None or (run.get("interrupt") or {}).get("kind") != "question":
-                self.screen.line("[red]No open question in this thread.[/]")
-            else:
-                self.screen.line(f"[green]answered @{run['bot']}[/]")  # before: the reply may race it
-                self.api.answer(run["id"], arg)
-        elif name in {"approve", "reject"}:
-            run = self.waiting()
-            interrupt = (run or {}).get("interrupt") or {}
-            if run is None:
-                self.screen.line("[red]Nothing is waiting for a decision in this thread.[/]")
-            elif interrupt.get("kind") == "question":
-                if name == "reject":
-                    self.screen.line(f"[green]answered @{run['bot']}[/]")
-                    self.api.answer(run["id"], f"No. {arg}".strip())
-                else:
-                    self.screen.line("[red]That is a question: use /answer TEXT.[/]")
-            else:
-                decision: dict[str, Any] = {"type": name}
-                if name == "reject" and arg:
-                    decision["message"] = arg
-                actions = interrupt.get("actions") or []
-                verb = "approved" if name == "approve" else "rejected"
-                self.screen.line(f"[green]{verb} {len(actions)} action(s) of @{run['bot']}[/]")
-                self.api.decide(run["id"], [dict(decision) for _ in actions])
-        elif name == "cancel":
-            open_runs = [r for r in self.api.runs(thread_id=state.thread_id) if r.get("status") in OPEN]
-            if not open_runs:
-                self.screen.line("[dim]No open run in this thread.[/]")
-            for run in open_runs:
-                try:
-                    # Said before the request: the run's "cancelled" notice may arrive over the
-                    # event stream before the request returns.
-                    self.screen.line(f"[yellow]cancelling @{run['bot']}'s run[/]")
-                    self.api.cancel(run["id"])
-                except ApiError as error:
-                    self.screen.line(f"[red]{escape(error.message)}[/]")
-        else:
-            self.screen.line(f"[red]Unknown command /{escape(name)}.[/] Type /help.")
-        return True
+    # -- the keyboard -------------------------------------------------------------------------
 
     def send(self, text: str) -> None:
         state = self.state
@@ -398,22 +277,16 @@ class Chat:
 
     def loop(self) -> None:
         while True:
-            with self.screen.lock:
-                self.screen.at_prompt = True
             try:
-                line = input(PROMPT)
+                line = self.screen.prompt().strip()
             except EOFError:
                 self.console.print()
                 return
-            finally:
-                with self.screen.lock:
-                    self.screen.at_prompt = False
-            line = line.strip()
             if not line:
                 continue
             try:
                 if line.startswith("/") and not line.startswith("//"):
-                    if not self.command(line):
+                    if not self.commands.run(line):
                         return
                 else:
                     self.send(line[1:] if line.startswith("//") else line)
@@ -449,6 +322,3 @@ def run_chat(server: str, token: str | None, thread: str | None, new: str | None
         console.print()
     finally:
         chat.stop.set()
-
-
-# -- tables --------------------------------------------------------------------------------------

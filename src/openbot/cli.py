@@ -111,19 +111,14 @@ def post(
     token: TokenOpt = None,
 ) -> None:
     """Post a message to a thread on a running server."""
-    import httpx
+    from openbot.client import ApiError, Client
 
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    response = httpx.post(
-        f"{server.rstrip('/')}/api/v1/threads/{thread}/messages",
-        json={"content": text, "from": sender},
-        headers=headers,
-        timeout=30,
-    )
-    body = response.json()
-    if response.status_code >= 400:
-        typer.echo(f"error {body['error']['code']}: {body['error']['message']}", err=True)
-        raise typer.Exit(1)
+    with Client(server, token, timeout=30) as client:
+        try:
+            body = client.post_message(thread, text, sender=sender)
+        except ApiError as error:
+            typer.echo(f"error {error.code}: {error.message}", err=True)
+            raise typer.Exit(1) from error
     woke = ", ".join("@" + h for h in body["addressed"]) or "nobody"
     typer.echo(f"posted {body['message']['id']}; woke {woke}")
 

@@ -57,6 +57,10 @@ class Message(TypedDict, total=False):
     created_at: str
 
 
+OPEN_STATUSES = frozenset({"queued", "running", "waiting_human"})
+"""The statuses of a run that has not finished."""
+
+
 class Run(TypedDict, total=False):
     id: str
     bot: str
@@ -217,7 +221,7 @@ class Client:
         self, thread_id: str, content: str, sender: str | None = None, to: list[str] | None = None
     ) -> JSON:
         body: JSON = {"content": content}
-        if sender:
+        if sender is not None:
             body["from"] = sender
         if to:
             body["to"] = to
