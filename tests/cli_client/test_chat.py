@@ -44,20 +44,10 @@ def test_chat_answers_a_question(terminal, api: Client) -> None:  # type: ignore
 
 
 def test_chat_approves_and_rejects(terminal, api: Client) -> None:  # type: ignore[no-untyped-def]
+    todo = {"name": "todo_write", "args": {"todos": [{"content": "draft notes", "status": "pending"}]}}
     api.script_bot(
         "engineer",
-        [
-            {
-                "match": "(?i)plan",
-                "reply": "Plan outcome: {tool_result}",
-                "tool_calls": [
-                    {
-                        "name": "todo_write",
-                        "args": {"todos": [{"content": "draft notes", "status": "pending"}]},
-                    }
-                ],
-            }
-        ],
+        [{"match": "(?i)plan", "reply": "Plan outcome: {tool_result}", "tool_calls": [todo]}],
         approval_tools=["todo_write"],
     )
     term = terminal("--new", "Terminal approvals")

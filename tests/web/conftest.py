@@ -43,7 +43,9 @@ def api(server: LiveServer) -> Iterator[Client]:
         yield client
 
 
-@pytest.fixture(scope="session")
+# Package-scoped: Playwright's sync API keeps an event loop running on the main thread while it
+# is open, which would break the asyncio tests of a run that goes on past tests/web.
+@pytest.fixture(scope="package")
 def browser() -> Iterator[object]:
     if not Path(CHROMIUM).exists():
         pytest.skip(f"Chromium not installed at {CHROMIUM} (apt-get install chromium)")
