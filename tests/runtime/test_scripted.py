@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from openbot.core.errors import InvalidArgument, ModelAuthError
 from openbot.runtime.runner import models
+from openbot.runtime.runner import scripted as scripted_module
 from openbot.runtime.runner.models import (
     FORBID_ENV,
     OPENAI_BASE_URL_ENV,
@@ -343,6 +344,44 @@ def test_validate_script_reports_every_problem_not_just_the_first() -> None:
 
     assert len(problems) == 3
     assert [p.split(" ", 1)[0].split(".")[0] for p in problems] == ["script[0]", "script[0]", "script[2]"]
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["(a+)+$", "(a*)*b", r"(?:\w+\s?)*!", "((ab)*c?)+x", "(a+){20}", "(?:x|y+)+", "(?>(a+)+$)", "(?=(a+)+)b"],
+)
+def test_validate_script_refuses_nested_quantifiers_that_could_stall_the_server(pattern: str) -> None:
+    problems = validate_script([{"match": "ok", "reply": "x"}, {"match": pattern, "reply": "x"}])
+
+    assert len(problems) == 1, problems
+    assert problems[0].startswith("script[1].match could backtrack catastrophically")
+
+
+@pytest.mark.parametrize(
+    "pattern", [r"(?i)\bship\b", "a+b+", "(ab)+", "(a{2})+", "(?:a++)+", "(?>a+)+", r"(\d+\.){3}\d+", "(a?)+"]
+)
+def test_validate_script_keeps_patterns_without_nested_quantifiers(pattern: str) -> None:
+    assert validate_script([{"match": pattern, "reply": "x"}]) == []
+
+
+@pytest.mark.parametrize(
+    ("pattern", "expected"), [("(" * 3000 + ")" * 3000, "recursion"), ("a{99999999999}", "too large")]
+)
+def test_validate_script_reports_unbuildable_patterns_instead_of_raising(pattern: str, expected: str) -> None:
+    problems = validate_script([{"match": pattern, "reply": "x"}])
+
+    assert len(problems) == 1 and problems[0].startswith("script[0].match is not a usable regular expression")
+    assert expected in problems[0]
+
+
+def test_rules_see_only_the_start_of_a_long_trigger() -> None:
+    filler = "x" * scripted_module.MAX_MATCH_CHARS
+
+    late = scripted(filler + " hello").respond([HumanMessage("long")])
+    early = scripted("hello " + filler).respond([HumanMessage("long")])
+
+    assert late.content == default_reply("ops", 1)
+    assert str(early.content).startswith("hi from ops")
 
 
 def test_the_model_refuses_an_invalid_script_instead_of_skipping_the_rule() -> None:

@@ -18,6 +18,9 @@
         ├── ContextLengthError    context_length
         └── ModelCallError        internal
 
+``method_not_allowed`` (405) has no exception class: only the router raises it, for a path that
+exists without the request's method.
+
 The API maps ``code`` to an HTTP status in one exception handler (``openbot.api.errors``).
 """
 
@@ -34,6 +37,7 @@ class ErrorCode(StrEnum):
     UNAUTHORIZED = "unauthorized"
     FORBIDDEN = "forbidden"
     PAYLOAD_TOO_LARGE = "payload_too_large"
+    METHOD_NOT_ALLOWED = "method_not_allowed"
     RATE_LIMITED = "rate_limited"
     MODEL_AUTH = "model_auth"
     MODEL_RATE_LIMIT = "model_rate_limit"
@@ -49,6 +53,7 @@ HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.UNAUTHORIZED: 401,
     ErrorCode.FORBIDDEN: 403,
     ErrorCode.PAYLOAD_TOO_LARGE: 413,
+    ErrorCode.METHOD_NOT_ALLOWED: 405,
     ErrorCode.RATE_LIMITED: 429,
     ErrorCode.MODEL_AUTH: 502,
     ErrorCode.MODEL_RATE_LIMIT: 429,

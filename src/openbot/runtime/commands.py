@@ -1,23 +1,58 @@
-"""Typed commands: the validated request bodies the API hands the runtime (XCreate / XUpdate)."""
+"""Typed commands: the validated request bodies the API hands the runtime (XCreate / XUpdate).
+
+Every field of every body is checked by :mod:`openbot.core.json_limits` before its type is: no NUL
+character or lone surrogate in any string, no NaN or Infinity, nothing nested deeper than 32
+levels. Free JSON objects (``model_settings``, resume ``decisions``) are also capped at 64 KiB,
+and strings bound for sized columns are capped at the column's size, so SQLite and PostgreSQL
+refuse the same input with the same 422.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
+
+from openbot.core.json_limits import json_size_problem, value_problem
+
+NAME_MAX = 200  # actors.name
+MODEL_MAX = 200  # bot_profiles.model
+
+
+_T = TypeVar("_T")
+
+
+def _free_json(value: _T) -> _T:
+    problem = json_size_problem(value)
+    if problem:
+        raise PydanticCustomError("json_too_large", problem)
+    return value
+
+
+FreeObject = Annotated[dict[str, Any], AfterValidator(_free_json)]
+"""A JSON object the server stores as given: at most 64 KiB serialised (and see ``Body``)."""
 
 
 class Body(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
+    @field_validator("*", mode="before")
+    @classmethod
+    def _storable(cls, value: object) -> object:
+        problem = value_problem(value)
+        if problem:
+            raise PydanticCustomError("invalid_value", problem)
+        return value
+
 
 class BotCreate(Body):
     handle: str
-    name: str | None = None
+    name: str | None = Field(None, max_length=NAME_MAX)
     description: str = ""
     instructions: str = ""
-    model: str | None = None
-    model_settings: dict[str, Any] = Field(default_factory=dict)
+    model: str | None = Field(None, max_length=MODEL_MAX)
+    model_settings: FreeObject = Field(default_factory=dict)
     tools: list[str] = Field(default_factory=list)
     approval_tools: list[str] = Field(default_factory=list)
     memory_enabled: bool = True
@@ -26,11 +61,11 @@ class BotCreate(Body):
 
 
 class BotUpdate(Body):
-    name: str | None = None
+    name: str | None = Field(None, max_length=NAME_MAX)
     description: str | None = None
     instructions: str | None = None
-    model: str | None = None
-    model_settings: dict[str, Any] | None = None
+    model: str | None = Field(None, max_length=MODEL_MAX)
+    model_settings: FreeObject | None = None
     tools: list[str] | None = None
     approval_tools: list[str] | None = None
     memory_enabled: bool | None = None
@@ -41,7 +76,7 @@ class BotUpdate(Body):
 class ActorCreate(Body):
     kind: Literal["human", "external"]
     handle: str
-    name: str | None = None
+    name: str | None = Field(None, max_length=NAME_MAX)
     webhook_url: str | None = None
     webhook_secret: str | None = None
 
@@ -64,7 +99,7 @@ class MessageCreate(Body):
 
 class ResumeBody(Body):
     answer: str | None = None
-    decisions: list[dict[str, Any]] | None = None
+    decisions: Annotated[list[dict[str, Any]], AfterValidator(_free_json)] | None = None
 
 
 class InboxAck(Body):

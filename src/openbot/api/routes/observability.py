@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -12,10 +13,13 @@ from sse_starlette import EventSourceResponse
 from openbot import PROTOCOL_VERSION, __version__
 from openbot.api.deps import RuntimeDep
 from openbot.core.errors import InvalidArgument
+from openbot.core.json_limits import INT64_MAX
 from openbot.runtime.bus import Signal
 from openbot.runtime.service.observe import ActivityFilter
 
 router = APIRouter()
+
+_JOURNAL_ID = re.compile(r"\s*[0-9]{1,19}\s*")  # ASCII digits only: str.isdigit() accepts "²"
 
 
 @router.get("")
@@ -58,13 +62,19 @@ async def events(
     last_event_id: str | None = Header(None),
 ) -> EventSourceResponse:
     start_text = last_event_id or since
-    if start_text is not None and not start_text.strip().isdigit():
+    if start_text is not None and (not _JOURNAL_ID.fullmatch(start_text) or int(start_text) > INT64_MAX):
         raise InvalidArgument(
-            "since / Last-Event-ID must be a journal id (an integer)", {"since": start_text}
+            f"since / Last-Event-ID must be a journal id (an integer from 0 to {INT64_MAX})",
+            {"since": start_text},
         )
     head, floor = await rt.observer.journal_bounds()
     start = int(start_text) if start_text is not None else head
-    reset = start_text is not None and start < floor
+    # A resume id the journal cannot continue from gets a ``reset``: its rows were pruned, or no id
+    # that high was ever written (the database was replaced or restored), where waiting for ids to
+    # pass it would silently skip every event until then.
+    ahead = start > max(head, floor)
+    reset_reason = "journal pruned" if start < floor else "ahead of the journal" if ahead else None
+    reset = start_text is not None and reset_reason is not None
     sub = rt.observer.subscribe(thread_id)
 
     async def stream() -> AsyncIterator[dict[str, Any]]:
@@ -75,7 +85,7 @@ async def events(
                 yield {
                     "event": "reset",
                     "id": str(head),
-                    "data": json.dumps({"reason": "journal pruned", "head": head}),
+                    "data": json.dumps({"reason": reset_reason, "head": head}),
                 }
             signal: Signal | None = None
             while True:

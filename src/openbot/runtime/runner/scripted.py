@@ -6,7 +6,8 @@ in order against the run's trigger text (the trigger messages' contents joined w
     {"match": "regex", "reply": "text; may use {trigger} {handle} {tool_result}",
      "tool_calls": [{"name": "ask_human", "args": {"question": "Ship it?"}}]}
 
-- The first rule whose ``match`` is found (``re.search``) in the trigger text wins.
+- The first rule whose ``match`` is found (``re.search``) in the trigger text wins. Rules see
+  the first :data:`MAX_MATCH_CHARS` characters of it only.
 - When the last input message is a tool result, the answer is the rule's ``reply`` (the default
   reply when no rule matched) with ``{tool_result}`` set to that tool result's text.
 - Otherwise a rule with ``tool_calls`` answers with those calls (ids ``call_<n>``, numbered after
@@ -21,12 +22,21 @@ latency to every model call (for load tests); usage counters report zero tokens.
 
 Scripts are checked with :func:`validate_script`; the API uses it to reject bad scripts and the
 model refuses to be built from one, so a broken rule is never silently skipped.
+
+Rules are matched on the event loop, and Python's ``re`` can neither be interrupted nor release the
+GIL, so a pattern that backtracks catastrophically would freeze the whole server. Two guards: a
+pattern that nests a quantifier which can match different lengths inside one that repeats without
+bound (or more than :data:`_MANY` times), the classic ``(a+)+$``, is refused (rewrite it with a
+possessive quantifier ``a++`` or an atomic group ``(?>…)``, which do not backtrack); and the text
+matched is capped at :data:`MAX_MATCH_CHARS`, bounding the polynomial cases. Overlapping
+alternatives under a quantifier (``(a|aa)+$``) are not detected.
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
+import importlib
 import json
 import re
 import time
@@ -49,12 +59,18 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from pydantic import Field, model_validator
 
-__all__ = ["ScriptedChatModel", "default_reply", "validate_script"]
+__all__ = ["MAX_MATCH_CHARS", "ScriptedChatModel", "default_reply", "validate_script"]
 
 _RULE_KEYS = ("match", "reply", "tool_calls", "say")
 _TOOL_CALL_KEYS = ("name", "args")
 _PLACEHOLDER = re.compile(r"\{(trigger|handle|tool_result)\}")
 _CHUNK = re.compile(r"\S+\s*|\s+")  # a word and the whitespace after it (or leading whitespace)
+
+MAX_MATCH_CHARS = 10_000
+"""Rules are matched against at most this many characters from the start of the trigger text."""
+_MANY = 10  # a quantifier allowing more repetitions than this counts as unbounded
+_parser: Any = importlib.import_module("re._parser")  # the stdlib's own regex parser (no stubs)
+_c: Any = importlib.import_module("re._constants")
 
 
 def _zero_usage() -> UsageMetadata:
@@ -84,10 +100,9 @@ def validate_script(script: object) -> list[str]:
         if not isinstance(match, str):
             problems.append(f"{where}.match is required and must be a regular expression string")
         else:
-            try:
-                re.compile(match)
-            except re.error as exc:
-                problems.append(f"{where}.match is not a valid regular expression: {exc}")
+            problem = _pattern_problem(match)
+            if problem:
+                problems.append(f"{where}.match {problem}")
         if not isinstance(rule.get("reply"), str):
             problems.append(f"{where}.reply is required and must be a string")
         if "tool_calls" in rule:
@@ -95,6 +110,60 @@ def validate_script(script: object) -> list[str]:
         if "say" in rule and (not isinstance(rule["say"], str) or "tool_calls" not in rule):
             problems.append(f"{where}.say must be a string, and only goes with tool_calls")
     return problems
+
+
+def _pattern_problem(pattern: str) -> str | None:
+    """Why ``pattern`` cannot be a rule's ``match``: invalid, or liable to stall the server."""
+    try:
+        re.compile(pattern)
+        tree = _parser.parse(pattern)
+        nested = _nested_quantifier(tree, inside=False)
+    except re.error as exc:
+        return f"is not a valid regular expression: {exc}"
+    except (OverflowError, RecursionError, ValueError) as exc:
+        return f"is not a usable regular expression: {exc}"
+    if nested is not None:
+        return (
+            f"could backtrack catastrophically and stall the server: a {nested!r} quantifier inside a "
+            "repeated group; use a possessive quantifier (a++) or an atomic group ((?>...)) instead"
+        )
+    return None
+
+
+def _nested_quantifier(items: Any, *, inside: bool) -> str | None:
+    """The first backtracking quantifier that can match different lengths (``+ * {m,n}``) inside
+    one that repeats many times, as text; None when there is none."""
+    for op, av in items:
+        if op in (_c.MAX_REPEAT, _c.MIN_REPEAT):
+            low, high, body = av
+            if inside and high != low and high > 1:
+                return _quantifier_text(low, high)
+            many = high == _c.MAXREPEAT or high > _MANY
+            found = _nested_quantifier(body, inside=inside or many)
+        elif op is _c.POSSESSIVE_REPEAT:  # gives nothing back, so it is no backtracking point
+            found = _nested_quantifier(av[2], inside=False)
+        elif op is _c.ATOMIC_GROUP:
+            found = _nested_quantifier(av, inside=False)
+        elif op is _c.SUBPATTERN:
+            found = _nested_quantifier(av[3], inside=inside)
+        elif op in (_c.ASSERT, _c.ASSERT_NOT):
+            found = _nested_quantifier(av[1], inside=inside)
+        elif op is _c.BRANCH:
+            found = next((f for b in av[1] if (f := _nested_quantifier(b, inside=inside))), None)
+        elif op is _c.GROUPREF_EXISTS:
+            branches = [b for b in av[1:] if b is not None]
+            found = next((f for b in branches if (f := _nested_quantifier(b, inside=inside))), None)
+        else:
+            found = None
+        if found is not None:
+            return found
+    return None
+
+
+def _quantifier_text(low: int, high: int) -> str:
+    if high == _c.MAXREPEAT:
+        return {0: "*", 1: "+"}.get(low, f"{{{low},}}")
+    return f"{{{low},{high}}}"
 
 
 def _tool_call_problems(where: str, tool_calls: object) -> list[str]:
@@ -173,8 +242,9 @@ class ScriptedChatModel(BaseChatModel):
     # -- deciding the answer -------------------------------------------------------------------
 
     def _matched_rule(self) -> dict[str, Any] | None:
+        text = self.trigger_text[:MAX_MATCH_CHARS]
         for rule in self.script:
-            if re.search(rule["match"], self.trigger_text):
+            if re.search(rule["match"], text):
                 return rule
         return None
 
