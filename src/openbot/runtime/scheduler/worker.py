@@ -11,6 +11,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+_RETRIES = 3  # claim loops retried at once after a failure, before waiting for a wake or the poll
+
 
 class BotWorker:
     """Woken when its bot may have mail; claims runs until there is nothing it can pick."""
@@ -20,6 +22,7 @@ class BotWorker:
         self.bot_id = bot_id
         self.wake = asyncio.Event()
         self.busy = False  # inside a claim loop
+        self.failures = 0  # claim loops that failed in a row
 
     @property
     def idle(self) -> bool:
@@ -32,8 +35,17 @@ class BotWorker:
             self.busy = True
             try:
                 await self.drain()
+                self.failures = 0
             except Exception:  # supervision boundary: a bad claim must not stop the system
-                log.exception("worker for bot %s failed to claim; retrying on the next wake", self.bot_id)
+                self.failures += 1
+                retry = self.failures <= _RETRIES
+                log.exception(
+                    "worker for bot %s failed to claim; %s",
+                    self.bot_id,
+                    "trying again" if retry else "waiting for the next wake or poll",
+                )
+                if retry:  # a transient conflict (a deadlock, a serialisation failure) clears at once
+                    self.wake.set()
             finally:
                 self.busy = False
                 self.system.changed()
