@@ -1,17 +1,23 @@
-"""SSE: journal replay from Last-Event-ID / since, live tail, live-only deltas; auth."""
+"""SSE: journal replay from Last-Event-ID / since, live tail, live-only deltas; auth; the shared
+journal reader (one read per signal for every stream, per-thread filters, slow clients)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import httpx
+from sqlalchemy import event as sa_event
 
 from conftest import Team
+from openbot.api.app import create_app
 from openbot.core.clock import FakeClock
 from openbot.runtime.engine import Runtime
-from openbot.store.journal import journal_floor
+from openbot.store.journal import journal_floor, journal_head
+from openbot.store.models import Event
 
 
 async def read_events(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
@@ -153,3 +159,225 @@ async def test_heartbeats_are_sent_as_comments(server: str, rt: Runtime) -> None
         lambda got: any(e.get("comment", "").startswith(": ping") for e in got),
     )
     assert any(e.get("comment", "").startswith(": ping") for e in got)
+
+
+# -- the shared journal reader ----------------------------------------------------------------------
+
+Check = Callable[[list[dict[str, Any]]], bool]
+
+
+class Tail:
+    """One event stream read in the background; ``until`` waits for arrivals, not for time."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.connected = asyncio.Event()
+        self._arrived = asyncio.Event()
+
+    async def read(self, client: httpx.AsyncClient, url: str, params: dict[str, str]) -> None:
+        async with client.stream("GET", url, params=params) as response:
+            assert response.status_code == 200
+            async for event in read_events(response):
+                self.connected.set()
+                self.events.append(event)
+                self._arrived.set()
+
+    async def until(self, check: Check) -> None:
+        async with asyncio.timeout(10):
+            while not check(self.events):
+                self._arrived.clear()
+                await self._arrived.wait()
+
+    def sequence(self) -> list[str]:
+        return sequence(self.events)
+
+
+def sequence(events: list[dict[str, Any]]) -> list[str]:
+    """Message contents and live deltas, in the order a stream got them."""
+    data = [json.loads(e["data"]) for e in events if e.get("event") in ("message.created", "text.delta")]
+    return [d.get("content") or d.get("delta") for d in data]
+
+
+@asynccontextmanager
+async def tails(server: str, *params: dict[str, str]) -> AsyncIterator[list[Tail]]:
+    """Open one stream per ``params`` and yield once the server has subscribed them all."""
+    streams = [Tail() for _ in params]
+    async with httpx.AsyncClient(timeout=10) as client, asyncio.TaskGroup() as group:
+        tasks = [
+            group.create_task(t.read(client, f"{server}/api/v1/events", p))
+            for t, p in zip(streams, params, strict=True)
+        ]
+        try:
+            async with asyncio.timeout(10):
+                for stream in streams:
+                    await stream.connected.wait()
+            yield streams
+        finally:
+            for task in tasks:
+                task.cancel()
+
+
+def has(text: str) -> Check:
+    return lambda got: any(e.get("event") == "message.created" and text in e["data"] for e in got)
+
+
+@contextmanager
+def journal_reads(rt: Runtime) -> Iterator[list[str]]:
+    """The SELECTs on the journal the runtime runs while the block does."""
+    seen: list[str] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if statement.lstrip().upper().startswith("SELECT") and "FROM events" in statement:
+            seen.append(statement)
+
+    engine = rt.db.read_engine.sync_engine
+    sa_event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield seen
+    finally:
+        sa_event.remove(engine, "before_cursor_execute", record)
+
+
+async def commit_quietly(rt: Runtime, thread_id: str, content: str) -> int:
+    """A journal row committed without any signal (as another process's would be, NOTIFY aside)."""
+    async with rt.db.transaction() as s:
+        row = Event(
+            type="message.created", thread_id=thread_id, data={"content": content}, created_at=rt.clock.now()
+        )
+        s.add(row)
+        await s.flush()
+        return row.id
+
+
+async def test_many_streams_share_one_journal_read_per_signal(server: str, team: Team, rt: Runtime) -> None:
+    rt.settings.poll_seconds = 60  # only the post's signal wakes the reader here
+    rt.system.pause()  # and no bot answers: one post, one transaction, one signal
+    thread = await team.thread()
+    async with tails(server, *({"thread_id": thread} if i % 2 else {} for i in range(20))) as streams:
+        await team.post(thread, "warm up")
+        for stream in streams:
+            await stream.until(has("warm up"))
+        with journal_reads(rt) as reads:
+            await team.post(thread, "counted")
+            for stream in streams:
+                await stream.until(has("counted"))
+    assert len(reads) == 1, reads  # not one per stream
+
+
+async def test_streams_get_only_their_thread_s_rows_and_live_events(
+    server: str, team: Team, rt: Runtime
+) -> None:
+    rt.system.pause()  # no bot answers: the streams carry only what the test posts
+    a, b = await team.thread("a"), await team.thread("b")
+    async with tails(server, {"thread_id": a}, {"thread_id": b}, {}) as (on_a, on_b, on_all):
+        await team.post(a, "in a")
+        rt.bus.live("text.delta", {"thread_id": a, "delta": "delta in a"}, a)
+        await team.post(b, "in b")
+        await team.post(a, "a again")
+        await team.post(b, "b again")
+        for stream, last in ((on_a, "a again"), (on_b, "b again"), (on_all, "b again")):
+            await stream.until(has(last))
+    assert on_a.sequence() == ["in a", "delta in a", "a again"]
+    assert on_b.sequence() == ["in b", "b again"]
+    assert on_all.sequence() == ["in a", "delta in a", "in b", "a again", "b again"]
+
+
+async def test_live_events_keep_their_place_between_journal_rows(
+    server: str, team: Team, rt: Runtime
+) -> None:
+    """Both rows are committed before any signal: the reader must stop at each signal's ``upto``."""
+    rt.settings.poll_seconds = 60
+    thread = await team.thread()
+    async with tails(server, {"thread_id": thread}) as (stream,):
+        first = await commit_quietly(rt, thread, "first")
+        second = await commit_quietly(rt, thread, "second")
+        rt.bus.journal_changed(thread, first)
+        rt.bus.live("text.delta", {"delta": "between"}, thread)
+        rt.bus.journal_changed(thread, second)
+        await stream.until(has("second"))
+    assert stream.sequence() == ["first", "between", "second"]
+
+
+async def test_a_commit_announced_from_elsewhere_reaches_every_stream(
+    server: str, team: Team, rt: Runtime
+) -> None:
+    rt.settings.poll_seconds = 60
+    thread = await team.thread()
+    async with tails(server, {"thread_id": thread}, {}) as streams:
+        await commit_quietly(rt, thread, "from another process")
+        rt.db.journal_committed({None: 0})  # what the LISTEN task does on PostgreSQL: no ``upto``
+        for stream in streams:
+            await stream.until(has("from another process"))
+
+
+async def test_a_reconnect_replays_then_joins_the_shared_reader_without_gaps(server: str, team: Team) -> None:
+    team.rt.system.pause()
+    thread = await team.thread()
+    async with tails(server, {}) as (watcher,):
+        for i in range(3):
+            await team.post(thread, f"before {i}")
+        await watcher.until(has("before 2"))
+        resume = next(int(e["id"]) for e in watcher.events if has("before 0")([e]))
+
+        async def post_now() -> None:
+            await team.post(thread, "after")
+
+        url = f"{server}/api/v1/events"
+        got = await collect(url, {}, {"Last-Event-ID": str(resume)}, has("after"), on_connect=post_now)
+        await watcher.until(has("after"))
+    ids = [int(e["id"]) for e in got if "id" in e]
+    assert ids == [int(e["id"]) for e in watcher.events if "id" in e and resume < int(e["id"]) <= ids[-1]]
+    assert sequence(got) == ["before 1", "before 2", "after"]
+
+
+async def test_a_slow_client_is_disconnected_with_a_reason_and_the_others_keep_up(
+    server: str, team: Team, rt: Runtime
+) -> None:
+    rt.system.pause()
+    thread = await team.thread()
+    async with rt.db.read() as s:
+        before = await journal_head(s)
+    sent: list[bytes] = []
+    stalled, release, gone = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    async def receive() -> dict[str, Any]:
+        await gone.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:  # a client that stops reading after ": connected"
+        if message["type"] == "http.response.body":
+            sent.append(message["body"])
+            if not release.is_set():
+                stalled.set()
+                await release.wait()
+
+    path = "/api/v1/events"
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "root_path": "",
+        "query_string": f"thread_id={thread}".encode(),
+        "headers": [(b"host", b"test")],
+        "client": ("127.0.0.1", 50000),
+        "server": ("test", 80),
+    }
+    async with tails(server, {"thread_id": thread}) as (fast,):
+        rt.observer.fanout.buffer = 3  # for the streams that attach from now on: the slow one
+        slow = asyncio.create_task(create_app(runtime=rt)(scope, receive, send))
+        await stalled.wait()
+        for i in range(5):
+            await team.post(thread, f"note {i}")
+        await fast.until(has("note 4"))
+        assert rt.observer.fanout.streams == 1  # the slow stream was let go when it overflowed
+        release.set()
+        await asyncio.wait_for(slow, 10)  # its response ends by itself
+    body = b"".join(sent).decode()
+    assert "event: overflow" in body and "client too slow" in body and "message.created" not in body
+    assert fast.sequence() == [f"note {i}" for i in range(5)]
+    again = await collect(f"{server}{path}", {"thread_id": thread, "since": str(before)}, {}, has("note 4"))
+    assert sequence(again) == [f"note {i}" for i in range(5)]  # the reconnect replays it all

@@ -1,13 +1,17 @@
-"""In-process fan-out of "something changed" signals and live-only events (token deltas).
+"""In-process "something changed" signals and live-only events (token deltas).
 
-The journal is the truth: subscribers are told that new journal rows may exist and read them from
+The journal is the truth: listeners are told that new journal rows may exist and read them from
 the database; only live-only events (``text.delta``, ``activity.created``) travel with a payload.
-Queues are bounded: a subscriber that falls behind loses live-only events, never journal rows.
+Listeners (``listen``) are called synchronously, in publishing order: the SSE streams' one is
+``runtime.fanout``, which reads the journal once for all of them. Subscriptions are queues for
+in-process waiters (tests, benchmarks); they are bounded: a subscription that falls behind loses
+live-only events, never journal signals.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +54,11 @@ class Subscription:
 class Bus:
     def __init__(self) -> None:
         self._subs: set[Subscription] = set()
+        self._listeners: list[Callable[[Signal], None]] = []
+
+    def listen(self, listener: Callable[[Signal], None]) -> None:
+        """Call ``listener`` with every signal, as it is published (it must not block)."""
+        self._listeners.append(listener)
 
     def subscribe(self, thread_id: str | None = None) -> Subscription:
         sub = Subscription(self, thread_id)
@@ -64,5 +73,7 @@ class Bus:
         self._publish(Signal(type_, thread_id, data))
 
     def _publish(self, signal: Signal) -> None:
+        for listener in self._listeners:
+            listener(signal)
         for sub in list(self._subs):
             sub.offer(signal)

@@ -7,14 +7,14 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import APIRouter, Header, Query, Request
+from fastapi import APIRouter, Header, Query
 from sse_starlette import EventSourceResponse
 
 from openbot import PROTOCOL_VERSION, __version__
 from openbot.api.deps import RuntimeDep
 from openbot.core.errors import InvalidArgument
 from openbot.core.json_limits import INT64_MAX
-from openbot.runtime.bus import Signal
+from openbot.runtime.fanout import journal_item
 from openbot.runtime.service.observe import ActivityFilter
 
 router = APIRouter()
@@ -55,7 +55,6 @@ async def activity(
 
 @router.get("/events")
 async def events(
-    request: Request,
     rt: RuntimeDep,
     thread_id: str | None = None,
     since: str | None = None,
@@ -75,10 +74,12 @@ async def events(
     ahead = start > max(head, floor)
     reset_reason = "journal pruned" if start < floor else "ahead of the journal" if ahead else None
     reset = start_text is not None and reset_reason is not None
-    sub = rt.observer.subscribe(thread_id)
 
-    async def stream() -> AsyncIterator[dict[str, Any]]:
-        last = head if reset else start
+    async def stream() -> AsyncIterator[dict[str, Any] | bytes]:
+        # One shared reader fans the journal out to every stream; this one replays what was committed
+        # before that reader's position, then takes rows and live events from a bounded buffer.
+        # (Subscribed here, not in the handler: a response that never streams leaves nothing behind.)
+        sub = rt.observer.subscribe(thread_id, head if reset else start, head)
         try:
             yield {"comment": "connected"}
             if reset:
@@ -87,20 +88,11 @@ async def events(
                     "id": str(head),
                     "data": json.dumps({"reason": reset_reason, "head": head}),
                 }
-            signal: Signal | None = None
-            while True:
-                if signal is None or signal.type == "journal":
-                    # Read only up to what this signal announced, so live events queued after it
-                    # (token deltas) are not overtaken by journal rows committed later.
-                    upto = (signal.data or {}).get("upto") if signal is not None else None
-                    async for row in rt.observer.replay(thread_id, last, upto):
-                        last = row.id
-                        yield {"event": row.type, "id": str(row.id), "data": json.dumps(row.data)}
-                else:  # live-only events keep their order relative to the journal signals
-                    yield {"event": signal.type, "data": json.dumps(signal.data)}
-                if await request.is_disconnected():
-                    return
-                signal = await sub.next(timeout=rt.settings.poll_seconds)
+            if sub.replay is not None:
+                async for row in rt.observer.replay(thread_id, *sub.replay):
+                    yield journal_item(row)
+            while (chunk := await sub.next()) is not None:  # ends after an ``overflow`` event
+                yield chunk
         finally:
             sub.close()
 

@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypedDict
 
 from sqlalchemy import func, select
 
 from openbot.core.scheduling import ItemKind
 from openbot.core.states import IN_FLIGHT_RUNS, OPEN_ITEMS, ItemStatus, RunStatus
-from openbot.runtime.bus import Bus, Subscription
+from openbot.runtime.bus import Bus
+from openbot.runtime.fanout import PAGE, Fanout, Stream
 from openbot.runtime.scheduler.system import ActorSystem
 from openbot.runtime.views import ActivityView, activity_view
 from openbot.store.db import Database
 from openbot.store.journal import journal_floor, journal_head, read_journal
 from openbot.store.models import ActivityLog, Actor, Event, InboxItem, Run
-
-_REPLAY_PAGE = 500
 
 
 class StatusView(TypedDict):
@@ -43,6 +42,12 @@ class Observer:
     db: Database
     bus: Bus
     system: ActorSystem
+    fanout: Fanout = field(init=False)
+
+    def __post_init__(self) -> None:
+        fanout = Fanout(self._read_journal, lambda: self.system.settings.poll_seconds)
+        object.__setattr__(self, "fanout", fanout)
+        self.bus.listen(fanout.publish)
 
     async def status(self) -> StatusView:
         async with self.db.read() as s:
@@ -106,21 +111,28 @@ class Observer:
         async with self.db.read() as s:
             return await journal_head(s), await journal_floor(s)
 
-    def subscribe(self, thread_id: str | None) -> Subscription:
-        return self.bus.subscribe(thread_id)
+    def subscribe(self, thread_id: str | None, after: int, head: int) -> Stream:
+        """An event stream of rows after ``after`` (``head``: the journal head read just before),
+        fed by the one shared journal reader; replay ``Stream.replay`` first, then ``next()``."""
+        return self.fanout.attach(thread_id, after, head)
 
     async def replay(
         self, thread_id: str | None, after: int, upto: int | None = None
     ) -> AsyncIterator[Event]:
         """Journal rows after ``after`` (up to ``upto``), oldest first, read a page at a time."""
         while True:
-            async with self.db.read() as s:
-                rows = await read_journal(s, thread_id, after, upto, _REPLAY_PAGE)
+            rows = await self._read_journal(thread_id, after, upto, PAGE)
             for row in rows:
                 yield row
-            if len(rows) < _REPLAY_PAGE:
+            if len(rows) < PAGE:
                 return
             after = rows[-1].id
+
+    async def _read_journal(
+        self, thread_id: str | None, after: int, upto: int | None, limit: int
+    ) -> list[Event]:
+        async with self.db.read() as s:
+            return await read_journal(s, thread_id, after, upto, limit)
 
 
 __all__ = ["ActivityFilter", "Observer", "StatusView"]
