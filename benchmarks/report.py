@@ -83,7 +83,7 @@ def _git() -> dict[str, Any]:
         done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
         return done.stdout.strip()
 
-    changed = [line[3:] for line in git("status", "--porcelain", "--", "src").splitlines()]
+    changed = [line.split(maxsplit=1)[-1] for line in git("status", "--porcelain", "--", "src").splitlines()]
     return {"commit": git("rev-parse", "--short", "HEAD") or None, "uncommitted_src_changes": changed}
 
 
