@@ -15,7 +15,7 @@ from langchain.tools import ToolRuntime
 from langchain_core.tools import tool
 from langgraph.types import interrupt
 from pydantic import BaseModel, Field
-from sqlalchemy import select
+from sqlalchemy import Select, select
 
 from openbot.runtime.tools.context import RunContext
 from openbot.store.db import now
@@ -55,22 +55,23 @@ def ask_human(question: str) -> str:
     return str(answer)
 
 
+def _thread_messages(thread_id: str) -> Select[str, str | None, str]:
+    """The thread's messages, oldest first: id, sender handle (None for the system), content."""
+    return (
+        select(Message.id, Actor.handle, Message.content)
+        .outerjoin(Actor, Actor.id == Message.sender_id)
+        .where(Message.thread_id == thread_id)
+        .order_by(Message.id)
+    )
+
+
 @tool
 async def read_history(runtime: ToolRuntime[RunContext], offset: int = 0, limit: int = 20) -> str:
     """Read this thread's messages in chronological order, `limit` at a time from `offset` (0 = first)."""
     env = runtime.context.env
     limit = max(1, min(limit, 100))
     async with env.db.read() as s:
-        rows = (
-            await s.execute(
-                select(Message.id, Actor.handle, Message.content)
-                .outerjoin(Actor, Actor.id == Message.sender_id)
-                .where(Message.thread_id == env.thread_id)
-                .order_by(Message.id)
-                .offset(max(0, offset))
-                .limit(limit)
-            )
-        ).all()
+        rows = (await s.execute(_thread_messages(env.thread_id).offset(max(0, offset)).limit(limit))).all()
     if not rows:
         return f"No messages at offset {offset}."
     lines = [f"#{offset + i} [{'@' + h if h else 'system'}]: {c}" for i, (_id, h, c) in enumerate(rows)]
@@ -83,14 +84,7 @@ async def recall_messages(query: str, runtime: ToolRuntime[RunContext], limit: i
     env = runtime.context.env
     terms = Counter(_words(query))
     async with env.db.read() as s:
-        rows = (
-            await s.execute(
-                select(Message.id, Actor.handle, Message.content)
-                .outerjoin(Actor, Actor.id == Message.sender_id)
-                .where(Message.thread_id == env.thread_id)
-                .order_by(Message.id)
-            )
-        ).all()
+        rows = (await s.execute(_thread_messages(env.thread_id))).all()
     scored = []
     for index, (_id, handle, content) in enumerate(rows):
         words = Counter(_words(content))
