@@ -212,6 +212,24 @@ class HeldHandoff(Base):
     __table_args__ = (Index("ix_held_sender", "thread_id", "sender_id", "status"),)
 
 
+class IdempotencyKey(Base):
+    """A post made under an ``Idempotency-Key``: written in the post's own transaction, so a retry
+    finds either both the message and this row or neither. The primary key is the guard against
+    two concurrent first attempts."""
+
+    __tablename__ = "idempotency_keys"
+
+    thread_id: Mapped[str] = mapped_column(ForeignKey("threads.id", ondelete="CASCADE"), primary_key=True)
+    sender_id: Mapped[str] = mapped_column(ForeignKey("actors.id", ondelete="CASCADE"), primary_key=True)
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    request_hash: Mapped[str] = mapped_column(String(64))
+    message_id: Mapped[str] = mapped_column(ForeignKey("messages.id", ondelete="CASCADE"))
+    response: Mapped[dict[str, Any]] = mapped_column()
+    created_at: Mapped[datetime]
+
+    __table_args__ = (Index("ix_idempotency_created", "created_at"),)
+
+
 class TodoList(Base):
     __tablename__ = "thread_todo_lists"
 
@@ -275,6 +293,7 @@ __all__ = [
     "Event",
     "ExternalProfile",
     "HeldHandoff",
+    "IdempotencyKey",
     "InboxItem",
     "Message",
     "Run",
