@@ -54,13 +54,14 @@ class Database:
         path = make_url(self.url).database if self.dialect.name == "sqlite" else None
         if path and path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        options = {"echo": echo, **self.dialect.engine_options()}
+        options = {"echo": echo, **self.dialect.engine_options(self.url, writer=True)}
         self.engine: AsyncEngine = create_async_engine(self.url, **options)
         self.dialect.configure(self.engine, writer=True)
         self.read_engine: AsyncEngine = self.engine
         if not self.dialect.shared:
             # SQLite reads get their own pool and plain (deferred) transactions: under WAL they
             # never wait for, nor block, the single writer.
+            options = {"echo": echo, **self.dialect.engine_options(self.url, writer=False)}
             self.read_engine = create_async_engine(self.url, **options)
             self.dialect.configure(self.read_engine, writer=False)
         info = {"database": self}

@@ -40,8 +40,13 @@ class Dialect:
     #: Whether other processes may be working on the same database (leases can be taken over).
     shared = False
 
-    def engine_options(self) -> dict[str, Any]:
-        return {"connect_args": {"timeout": 30}}
+    def engine_options(self, url: str, *, writer: bool) -> dict[str, Any]:
+        """Statements run inline on the event loop (``store.inline_sqlite``); one writer connection."""
+        from openbot.store.inline_sqlite import creator
+
+        path = make_url(url).database or ":memory:"
+        pool = {"pool_size": 1, "max_overflow": 0} if writer else {"pool_size": 4, "max_overflow": 4}
+        return {"async_creator": creator(path), **pool}
 
     def configure(self, engine: AsyncEngine, *, writer: bool) -> None:
         _configure_sqlite(engine, immediate=writer)
@@ -105,7 +110,7 @@ class PostgresDialect(Dialect):
     name = "postgresql"
     shared = True
 
-    def engine_options(self) -> dict[str, Any]:
+    def engine_options(self, url: str, *, writer: bool) -> dict[str, Any]:
         return {"pool_size": 10, "max_overflow": 20, "pool_pre_ping": True}
 
     def configure(self, engine: AsyncEngine, *, writer: bool) -> None:
