@@ -83,7 +83,8 @@ def _all_dispatched(plan: RoutePlan) -> tuple[str, ...]:
 @given(route_inputs())
 def test_every_list_is_deduplicated(data: RouteInput) -> None:
     plan = plan_route(data)
-    for name in ("mentions", "wake", "held", "recorded_only", "new_participants", "notify", "hop_limited"):
+    lists = ("mentions", "wake", "held", "recorded_only", "new_participants", "notify", "hop_limited")
+    for name in (*lists, "unknown"):
         values = getattr(plan, name)
         assert len(values) == len(set(values)), (name, values)
 
@@ -214,8 +215,9 @@ def test_notify_is_every_non_bot_participant_except_the_sender(data: RouteInput)
 
 
 def _unaddressed(data: RouteInput) -> RouteInput:
-    """The same message without a known target (mentions of unknown handles stay: they name nobody)."""
-    return replace(data, to=(), mentions=tuple(h for h in data.mentions if h not in data.actors))
+    """The same message without a mention or a ``to`` (a mention of an unknown handle is no longer
+    "no mention": it is reported and never rerouted, see the property after these)."""
+    return replace(data, to=(), mentions=())
 
 
 unaddressed_human_messages = route_inputs(sender_kind=ActorKind.HUMAN).map(_unaddressed)
@@ -299,9 +301,20 @@ def test_without_a_default_or_a_chief_the_thread_s_only_bot_is_woken_else_nobody
     assert plan_route(data).wake == (tuple(bots) if len(bots) == 1 else ())
 
 
-@given(unaddressed_human_messages)
-def test_mentions_of_unknown_handles_do_not_change_who_an_unaddressed_message_wakes(data: RouteInput) -> None:
-    assert plan_route(data).wake == plan_route(replace(data, mentions=())).wake
+@given(unaddressed_human_messages, st.lists(st.sampled_from(UNKNOWN), min_size=1))
+def test_a_human_message_that_mentions_only_unknown_handles_wakes_nobody(
+    data: RouteInput, unknown: list[str]
+) -> None:
+    """Not the default bot, nor the chief: "@enginer" is reported, never silently rerouted."""
+    plan = plan_route(replace(data, mentions=tuple(unknown)))
+    assert plan.wake == () and plan.mentions == ()
+    assert plan.unknown == tuple(dict.fromkeys(unknown))
+    assert plan.new_participants == ()
+
+
+@given(route_inputs())
+def test_unknown_mentions_are_the_mentions_that_name_no_actor(data: RouteInput) -> None:
+    assert plan_route(data).unknown == tuple(dict.fromkeys(h for h in data.mentions if h not in data.actors))
 
 
 @given(unaddressed_human_messages)

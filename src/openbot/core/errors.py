@@ -3,8 +3,10 @@
     OpenBotError (code, message, details)
     ├── NotFound            not_found          404
     ├── Conflict            conflict           409
-    │   └── StaleLease          a run moved on without the worker holding it (cancelled, taken over)
+    │   ├── StaleLease          a run moved on without the worker holding it (cancelled, taken over)
+    │   └── IdempotencyConflict idempotency_conflict 409  a reused Idempotency-Key, another body
     ├── InvalidArgument     invalid_argument   422
+    │   └── InvalidIdempotencyKey invalid_idempotency_key 400  not 1-255 printable ASCII
     ├── Unauthorized        unauthorized       401
     ├── Forbidden           forbidden          403
     ├── PayloadTooLarge     payload_too_large  413
@@ -33,7 +35,9 @@ from typing import Any
 class ErrorCode(StrEnum):
     NOT_FOUND = "not_found"
     CONFLICT = "conflict"
+    IDEMPOTENCY_CONFLICT = "idempotency_conflict"
     INVALID_ARGUMENT = "invalid_argument"
+    INVALID_IDEMPOTENCY_KEY = "invalid_idempotency_key"
     UNAUTHORIZED = "unauthorized"
     FORBIDDEN = "forbidden"
     PAYLOAD_TOO_LARGE = "payload_too_large"
@@ -49,7 +53,9 @@ class ErrorCode(StrEnum):
 HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.NOT_FOUND: 404,
     ErrorCode.CONFLICT: 409,
+    ErrorCode.IDEMPOTENCY_CONFLICT: 409,
     ErrorCode.INVALID_ARGUMENT: 422,
+    ErrorCode.INVALID_IDEMPOTENCY_KEY: 400,
     ErrorCode.UNAUTHORIZED: 401,
     ErrorCode.FORBIDDEN: 403,
     ErrorCode.PAYLOAD_TOO_LARGE: 413,
@@ -90,8 +96,21 @@ class StaleLease(Conflict):
     """The run moved on without this worker (cancelled, or its lease was taken over)."""
 
 
+class IdempotencyConflict(Conflict):
+    """An ``Idempotency-Key`` already names a different post (another body, sender or thread)."""
+
+    code = ErrorCode.IDEMPOTENCY_CONFLICT
+
+
 class InvalidArgument(OpenBotError):
     code = ErrorCode.INVALID_ARGUMENT
+
+
+class InvalidIdempotencyKey(InvalidArgument):
+    """An ``Idempotency-Key`` header that is not 1-255 printable ASCII characters (a 400: the
+    header, not the body, is wrong)."""
+
+    code = ErrorCode.INVALID_IDEMPOTENCY_KEY
 
 
 class Unauthorized(OpenBotError):

@@ -49,6 +49,7 @@ class RoutePlan:
     hop_limited: tuple[str, ...] = field(default=())  # targets dropped by the hop limit
     post_hop_notice: bool = False  # post the one-per-thread hop_limit notice
     reset_hop_notice: bool = False  # a human message clears threads.hop_limit_notified
+    unknown: tuple[str, ...] = field(default=())  # mentions that name no live actor, in order
 
 
 def _ordered_targets(data: RouteInput) -> list[str]:
@@ -68,6 +69,7 @@ def _actionable(data: RouteInput, handle: str) -> bool:
 def plan_route(data: RouteInput) -> RoutePlan:
     sender = data.sender
     targets = [h for h in _ordered_targets(data) if h in data.actors]
+    unknown = tuple(dict.fromkeys(h for h in data.mentions if h not in data.actors))
     recorded = tuple(targets)
     bots = [h for h in targets if _actionable(data, h)]
     participants = set(data.participants)
@@ -95,7 +97,7 @@ def plan_route(data: RouteInput) -> RoutePlan:
             wake = first
     else:
         wake = bots
-        if not targets:
+        if not targets and not unknown:  # a mention of nobody is never rerouted (docs/decisions.md)
             wake = _default_target(data)
             new_participants += [h for h in wake if h not in participants and h not in new_participants]
 
@@ -116,6 +118,7 @@ def plan_route(data: RouteInput) -> RoutePlan:
         hop_limited=tuple(hop_limited),
         post_hop_notice=post_hop_notice,
         reset_hop_notice=sender is not None and sender.kind is ActorKind.HUMAN and data.hop_limit_notified,
+        unknown=unknown,
     )
 
 

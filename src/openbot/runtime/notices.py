@@ -24,6 +24,14 @@ def handles(names: Iterable[str]) -> str:
     return ", ".join(f"@{h}" for h in names)
 
 
+def unknown_mentions(found: Iterable[tuple[str, str | None]]) -> str:
+    """``@enginer is not a member — did you mean @engineer?`` for each (handle, suggestion)."""
+    return "; ".join(
+        f"@{handle} is not a member" + (f" — did you mean @{suggestion}?" if suggestion else "")
+        for handle, suggestion in found
+    )
+
+
 def hop_limit(max_hops: int, hop: int) -> Notice:
     return Notice(
         f"Hop limit reached ({max_hops} bot-to-bot hand-offs since the last human message). "

@@ -4,7 +4,9 @@ use the same functions, so a client sees one shape whether it reads or listens."
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, NotRequired, TypedDict
+from typing import Any, NotRequired
+
+from typing_extensions import TypedDict  # pydantic reads this one on Python 3.11
 
 from openbot.store.models import (
     ActivityLog,
@@ -69,6 +71,22 @@ class MessageView(TypedDict):
     run_id: str | None
     metadata: dict[str, Any]
     created_at: str | None
+
+
+class UnknownMention(TypedDict):
+    """An ``@handle`` in a post that names no actor, and the handle it probably meant."""
+
+    handle: str
+    suggestion: NotRequired[str]
+
+
+class PostView(TypedDict):
+    """The answer to ``POST /threads/{id}/messages`` (and what an idempotent retry replays)."""
+
+    message: MessageView
+    addressed: list[str]
+    held: list[str]
+    unknown_mentions: list[UnknownMention]
 
 
 class ThreadView(TypedDict):

@@ -21,8 +21,8 @@ from openbot.core.scheduling import ItemKind
 from openbot.runtime import notices
 from openbot.runtime.delivery.holds import hold, supersede
 from openbot.runtime.delivery.inbox import enqueue, queued_mail
-from openbot.runtime.delivery.recipients import Recipients, load_recipients, ref
-from openbot.runtime.views import MessageView, message_view
+from openbot.runtime.delivery.recipients import Recipients, load_recipients, ref, report_unknown
+from openbot.runtime.views import MessageView, UnknownMention, message_view
 from openbot.store.db import dialect, now
 from openbot.store.journal import append_event, log_activity
 from openbot.store.models import Actor, Message, Thread, ThreadParticipant
@@ -36,6 +36,7 @@ class PostResult:
     view: MessageView
     addressed: list[str] = field(default_factory=list)
     held: list[str] = field(default_factory=list)
+    unknown_mentions: list[UnknownMention] = field(default_factory=list)
 
 
 @dataclass
@@ -105,7 +106,8 @@ class Delivery:
                 session, found.actors[handle], thread.id, kind=ItemKind.MESSAGE, message_id=message.id
             )
         pending = await self._refusals(session, thread, plan, found, message, sender)
-        return PostResult(message, view, [b.handle for b in woken], list(plan.held)), pending
+        unknown = await report_unknown(session, thread, message, plan.unknown, sender)
+        return PostResult(message, view, [b.handle for b in woken], list(plan.held), unknown), pending
 
     async def _route_input(
         self,

@@ -1,17 +1,22 @@
-"""The reads routing a post needs, in one statement (DESIGN §5)."""
+"""The reads routing a post needs, in one statement (DESIGN §5), and the report of the mentions
+that name nobody."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 from sqlalchemy import and_, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from openbot.core.mentions import suggest_handle
 from openbot.core.routing import ActorKind, ActorRef
+from openbot.runtime import notices
 from openbot.runtime.delivery.inbox import queued_mail_count
-from openbot.store.models import Actor, Thread, ThreadParticipant
+from openbot.runtime.views import UnknownMention
+from openbot.store.journal import log_activity
+from openbot.store.models import Actor, Message, Thread, ThreadParticipant
 
 
 @dataclass(frozen=True)
@@ -64,3 +69,34 @@ async def load_recipients(
     participant_ids = [row[0].id for row in rows if row[1] is not None]
     mail = int(cast(Any, rows[0])[2] or 0) if rows and mail_of is not None else None
     return Recipients(actors, participant_ids, mail)
+
+
+async def report_unknown(
+    session: AsyncSession, thread: Thread, message: Message, handles: Sequence[str], sender: Actor | None
+) -> list[UnknownMention]:
+    """Each mention that names no live actor, with the handle it probably meant, recorded in the
+    activity log (``message.unknown_mentions``) so "why didn't @enginer answer?" has an answer.
+    System notices are not reported: the names in them were written by the runtime."""
+    if not handles or sender is None:
+        return []
+    known = list(await session.scalars(select(Actor.handle).where(Actor.deleted.is_(False))))
+    found: list[UnknownMention] = []
+    for handle in handles:
+        entry = UnknownMention(handle=handle)
+        suggestion = suggest_handle(handle, known)
+        if suggestion is not None:
+            entry["suggestion"] = suggestion
+        found.append(entry)
+    pairs = [(u["handle"], u.get("suggestion")) for u in found]
+    log_activity(
+        session,
+        "message.unknown_mentions",
+        f"@{sender.handle} mentioned an unknown handle: {notices.unknown_mentions(pairs)}",
+        level="warning",
+        thread_id=thread.id,
+        actor_id=sender.id,
+        actor_handle=sender.handle,
+        message_id=message.id,
+        detail={"handles": list(handles), "unknown_mentions": [dict(u) for u in found]},
+    )
+    return found

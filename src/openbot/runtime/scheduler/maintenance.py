@@ -1,4 +1,5 @@
-"""The maintenance pass: leases, take-overs, the backup poll, journal pruning (DESIGN §6, §10).
+"""The maintenance pass: leases, take-overs, the backup poll, journal and idempotency-key pruning
+(DESIGN §6, §10).
 
 The system runs :func:`maintain` every ``poll_seconds`` on its clock; tests call it directly (one
 pass) after moving a fake clock, so nothing here waits for real time.
@@ -10,6 +11,7 @@ import asyncio
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from openbot.runtime import idempotency
 from openbot.runtime.scheduler.leases import heartbeat
 from openbot.runtime.scheduler.recovery import recover
 from openbot.store.journal import prune_journal
@@ -43,8 +45,11 @@ class Maintenance:
         await system.wake_queued()
 
     async def prune(self) -> int:
-        """Drop journal rows past the retention period (SSE clients replaying from there get a reset)."""
+        """Drop journal rows past the retention period (SSE clients replaying from there get a reset)
+        and idempotency keys older than ``idempotency.KEEP``; return the journal rows dropped."""
         system = self.system
-        cutoff = system.clock.now() - timedelta(days=system.settings.journal_retention_days)
+        stamp = system.clock.now()
+        cutoff = stamp - timedelta(days=system.settings.journal_retention_days)
         async with system.db.transaction() as s:
+            await idempotency.prune(s, stamp - idempotency.KEEP)
             return await prune_journal(s, cutoff)

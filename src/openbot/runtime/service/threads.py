@@ -5,18 +5,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 
 from openbot.core.errors import InvalidArgument, NotFound
 from openbot.core.states import ACTIVE_RUNS
-from openbot.runtime import threads
+from openbot.runtime import idempotency, threads
 from openbot.runtime.commands import InboxAck, MessageCreate, ThreadCreate
 from openbot.runtime.delivery import inbox
-from openbot.runtime.delivery.post import Delivery, PostResult
+from openbot.runtime.delivery.post import Delivery
 from openbot.runtime.scheduler.system import ActorSystem
 from openbot.runtime.team import get_actor
-from openbot.runtime.views import ItemView, MessageView, ThreadView
+from openbot.runtime.views import ItemView, MessageView, PostView, ThreadView
 from openbot.store.db import Database
 from openbot.store.models import Run
+
+
+@dataclass(frozen=True)
+class Posted:
+    view: PostView
+    replayed: bool  # the answer of an earlier request with the same Idempotency-Key
 
 
 @dataclass(frozen=True)
@@ -57,16 +64,50 @@ class ThreadService:
                 s, thread_id, after=after, before=before, latest=latest, limit=limit
             )
 
-    async def post(self, thread_id: str, command: MessageCreate) -> PostResult:
+    async def post(
+        self, thread_id: str, command: MessageCreate, *, idempotency_key: str | None = None
+    ) -> Posted:
+        """Post a message; with a key, a retry of the same post answers what the first one did."""
         if not command.content.strip():
             raise InvalidArgument("content must not be empty", {"field": "content"})
+        key = idempotency.check_key(idempotency_key) if idempotency_key is not None else None
+        try:
+            return await self._post(thread_id, command, key)
+        except IntegrityError:
+            if key is None:
+                raise
+            # A concurrent first attempt with this key committed first (the primary key refused
+            # ours, and our message rolled back with it): answer what it did.
+            async with self.db.read() as s:
+                thread = await threads.get_thread(s, thread_id)
+                sender = await get_actor(s, command.from_)
+                row = await idempotency.find(s, thread.id, sender.id, key)
+                if row is None:
+                    raise
+                return Posted(idempotency.replay(row, idempotency.fingerprint(command)), replayed=True)
+
+    async def _post(self, thread_id: str, command: MessageCreate, key: str | None) -> Posted:
         async with self.db.transaction() as s:
             thread = await threads.get_thread(s, thread_id)
             try:
                 sender = await get_actor(s, command.from_)
             except NotFound as exc:
                 raise InvalidArgument(f"unknown sender @{command.from_}", {"field": "from"}) from exc
-            return await self.delivery.post(s, thread, command.content, sender=sender, to=command.to)
+            asked = idempotency.fingerprint(command)
+            earlier = await idempotency.find(s, thread.id, sender.id, key) if key is not None else None
+            if earlier is not None:
+                return Posted(idempotency.replay(earlier, asked), replayed=True)
+            result = await self.delivery.post(s, thread, command.content, sender=sender, to=command.to)
+            view = PostView(
+                message=result.view,
+                addressed=result.addressed,
+                held=result.held,
+                unknown_mentions=result.unknown_mentions,
+            )
+            if key is not None:
+                idempotency.remember(s, thread.id, sender.id, key, asked, view)
+                await s.flush()  # a concurrent first attempt's key refuses ours here, before commit
+            return Posted(view, replayed=False)
 
     async def inbox(
         self, handle: str, *, status: str | None, kind: str | None, thread_id: str | None, limit: int
