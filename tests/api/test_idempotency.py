@@ -82,6 +82,7 @@ async def test_a_key_names_one_post_per_thread_and_sender(client: httpx.AsyncCli
     assert (await _post(client, one, "same")).status_code == 201
     assert (await _post(client, two, "same")).status_code == 201
     assert (await _post(client, one, "same", **{"from": "engineer"})).status_code == 201
+    assert (await _post(client, two, "same")).status_code == 200
     assert await _human_posts(team) == 3
 
 
@@ -91,6 +92,7 @@ async def test_a_refused_post_leaves_no_key_behind(client: httpx.AsyncClient, te
     assert refused.status_code == 422
     fixed = await _post(client, thread, "k-3", to=["qa"])
     assert fixed.status_code == 201, fixed.text  # not a replay, not a conflict
+    assert (await _post(client, thread, "k-3", to=["qa"])).status_code == 200
     assert await _human_posts(team) == 1
 
 

@@ -111,18 +111,23 @@ function renderActors() {
 actorSelect.addEventListener("change", () => store.setActor(actorSelect.value));
 store.on("actors", renderActors);
 
+// The badge's number is the number of threads with unread messages: the Unread tab's count, the
+// same set it lists (it once summed unread messages and questions, and said 10 beside a tab of 2).
+// With nothing unread but questions waiting, it shows "!" instead of a number.
 const badge = document.getElementById("nav-inbox-badge");
 store.on("threads", () => {
   let unread = 0;
   let action = 0;
   for (const t of store.threads.values()) {
-    unread += t.unread || 0;
+    if (t.unread > 0) unread += 1;
     action += t.needs_action || 0;
   }
   badge.hidden = unread + action === 0;
-  badge.textContent = String(unread + action);
+  badge.textContent = unread ? String(unread) : "!";
   badge.classList.toggle("badge-action", action > 0);
-  badge.setAttribute("aria-label", `${unread} unread, ${action} need action`);
+  const label = `${unread} thread${unread === 1 ? "" : "s"} with unread messages${action ? `, ${action} question${action === 1 ? "" : "s"} waiting for you` : ""}`;
+  badge.setAttribute("aria-label", label);
+  badge.title = label;
 });
 
 // A request that fails because the server is down is already shown by the connection

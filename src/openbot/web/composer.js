@@ -1,5 +1,7 @@
 // The message composer: Enter sends, Shift+Enter adds a line, "@" opens an autocomplete of
 // handles (the thread's participants first, then the rest of the team). ARIA combobox pattern.
+// After a post whose mentions named nobody, a dismissible notice says so; its suggestion puts
+// the corrected text back in the box.
 
 import { h, clear, nextId, avatar } from "/web/dom.js";
 
@@ -8,7 +10,7 @@ const MENTIONS = /(?:^|[^a-z0-9_@-])@([a-z0-9_-]{2,32})/gi;
 
 /**
  * createComposer({ handles: () => [{handle, kind, name, inThread}], recipients: (mentions) => string,
- *                  onSend: async (text) => void, label }) → { el, input, focus(), refreshHint() }
+ *                  onSend: async (text) => post response | void, label }) → { el, input, focus(), refreshHint() }
  */
 export function createComposer(options) {
   return new Composer(options);
@@ -36,9 +38,11 @@ class Composer {
     this.mentions = new MentionList(this.input, listId, handles, () => this.edited());
     this.sendButton = h("button.primary.send", { type: "submit", "aria-label": "Send message" }, "Send");
     this.hint = h("div.composer-hint", { id: hintId });
+    this.notice = h("div.composer-notice", { role: "status", hidden: true });
     this.el = h(
       "form.composer",
       { "aria-label": "Compose a message" },
+      this.notice,
       h("label.visually-hidden", { for: inputId }, label),
       h("div.composer-box", this.mentions.list, this.input, this.sendButton),
       this.hint,
@@ -76,6 +80,21 @@ class Composer {
     this.hint.textContent = this.recipients ? this.recipients(mentioned) : "";
   }
 
+  showUnknown(unknown, sent = "", addressed = undefined) {
+    clear(this.notice);
+    this.notice.hidden = !unknown.length;
+    if (unknown.length) this.notice.append(...unknownNotice(this, unknown, sent, addressed));
+  }
+
+  /** Put the sent text back with the mistyped mention replaced by the suggestion. */
+  useSuggestion(sent, { handle, suggestion }) {
+    const mention = new RegExp(`(^|[^a-z0-9_@.-])@${handle}(?![a-z0-9_-])`, "gi");
+    this.input.value = sent.replace(mention, `$1@${suggestion}`);
+    this.showUnknown([]);
+    this.edited();
+    this.input.focus();
+  }
+
   /** The text changed other than by typing (a mention was picked, or it was sent). */
   edited() {
     this.refreshHint();
@@ -88,7 +107,8 @@ class Composer {
     this.sending = true;
     this.sendButton.disabled = true;
     try {
-      await this.onSend(text);
+      const result = await this.onSend(text);
+      this.showUnknown(result?.unknown_mentions || [], text, result?.addressed);
       this.input.value = "";
       this.autosize();
       this.refreshHint();
@@ -100,6 +120,25 @@ class Composer {
       this.input.focus();
     }
   }
+}
+
+/** After a post: which mentions named nobody, each suggestion a button that fixes the draft. */
+function unknownNotice(composer, unknown, sent, addressed) {
+  const items = unknown.map((u, i) =>
+    h(
+      "span.unknown-mention",
+      i ? "; " : null,
+      `@${u.handle} is not a member`,
+      u.suggestion
+        ? [" — did you mean ", h("button.link-button", { type: "button", onclick: () => composer.useSuggestion(sent, u) }, `@${u.suggestion}`), "?"]
+        : null,
+    ),
+  );
+  const nobody = addressed && !addressed.length ? " The message reached no bot." : "";
+  return [
+    h("span.composer-notice-text", items, nobody),
+    h("button.icon-button.dismiss", { type: "button", "aria-label": "Dismiss", onclick: () => composer.showUnknown([]) }, "×"),
+  ];
 }
 
 /** The "@" autocomplete under a textarea: a listbox of handles, picked by keyboard or mouse. */

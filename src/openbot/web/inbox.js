@@ -11,7 +11,7 @@ import { threadRow } from "/web/threads.js";
 
 const TABS = [
   { id: "all", label: "All", path: "#/inbox" },
-  { id: "unread", label: "Unread", path: "#/inbox/unread" },
+  { id: "unread", label: "Unread", path: "#/inbox/unread", title: "Threads with unread messages (the Inbox badge counts the same)" },
   { id: "action", label: "Needs action", path: "#/inbox/action" },
 ];
 
@@ -73,7 +73,7 @@ class InboxView {
         this.counts.set(t.id, count);
         const button = h(
           "a.tab",
-          { role: "tab", href: t.path, id: `tab-${t.id}`, "aria-controls": "inbox-panel", dataset: { tab: t.id } },
+          { role: "tab", href: t.path, id: `tab-${t.id}`, title: t.title, "aria-controls": "inbox-panel", dataset: { tab: t.id } },
           t.label,
           count,
         );

@@ -299,6 +299,8 @@ class ThreadView {
   recipientHint(mentions) {
     const known = mentions.filter((m) => store.actors.has(m) && m !== store.actor);
     if (known.length) return `To ${[...new Set(known)].map((m) => `@${m}`).join(", ")}`;
+    const unknown = store.actors.size ? mentions.filter((m) => !store.actors.has(m)) : [];
+    if (unknown.length) return `${[...new Set(unknown)].map((m) => `@${m}`).join(", ")}: no such member — this message will reach no bot`;
     const t = this.thread;
     if (!t) return "";
     const bots = (t.participants || []).filter((p) => p.kind === "bot").map((p) => p.handle);
@@ -312,6 +314,7 @@ class ThreadView {
       if (result && result.message) this.onMessage(result.message);
       this.timeline.scrollToEnd(true);
       if (result && result.held && result.held.length) toast(`Hand-off held for ${result.held.map((x) => `@${x}`).join(", ")}`);
+      return result; // the composer shows its unknown_mentions
     } catch (error) {
       toast(`Not sent: ${describeError(error)}`, "error");
       throw error;
