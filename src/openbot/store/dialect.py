@@ -65,19 +65,18 @@ class Dialect:
         """Insert rows of an autoincrement table in order and set their ids (journal: under its lock).
 
         The ORM inserts such rows one statement each on SQLite (it cannot match RETURNING rows to
-        objects), so each chunk is one multi-row VALUES. SQLite assigns each new rowid larger than
-        any before it, in VALUES order, and the writer holds the database lock: the returned ids,
-        sorted, belong to the rows in order.
+        objects), so each chunk is one multi-row VALUES, sent as prepared SQL text (no compiling: the
+        text is cached per table and row count). SQLite assigns each new rowid larger than any before
+        it, in VALUES order, and the writer holds the database lock: the returned ids, sorted, belong
+        to the rows in order.
         """
         session.flush()  # every other write of the transaction first
-        mapper = sa_inspect(type(rows[0]))
-        table = cast(Table, mapper.local_table)
-        key = mapper.primary_key[0]
-        fields = [(p.key, p.columns[0].key) for p in mapper.column_attrs if p.columns[0] is not key]
+        shape = _shape(type(rows[0]), session)
+        connection = session.connection()
         for start in range(0, len(rows), _CHUNK):
             chunk = rows[start : start + _CHUNK]
-            values = [{column: getattr(row, attr) for attr, column in fields} for row in chunk]
-            ids = sorted(session.execute(table.insert().values(values).returning(key)).scalars())
+            params = tuple(value for row in chunk for value in shape.values(row))
+            ids = sorted(connection.exec_driver_sql(shape.sql(len(chunk)), params).scalars())
             for row, id_ in zip(chunk, ids, strict=True):
                 row.id = id_  # type: ignore[attr-defined]
 
@@ -181,6 +180,60 @@ class PostgresDialect(Dialect):
         saver = AsyncPostgresSaver(pool)
         await saver.setup()
         return saver
+
+
+class _Shape:
+    """How to insert rows of one mapped class as SQL text: its columns and their bind processors."""
+
+    def __init__(self, cls: type[Base], session: Session) -> None:
+        mapper = sa_inspect(cls)
+        table = cast(Table, mapper.local_table)
+        key = mapper.primary_key[0]
+        dialect = session.get_bind().dialect
+        props = [p for p in mapper.column_attrs if p.columns[0] is not key]
+        self._attrs = [p.key for p in props]
+        self._processors = [p.columns[0].type.bind_processor(dialect) for p in props]
+        self._defaults = [_default_of(p.columns[0]) for p in props]
+        columns = ", ".join(p.columns[0].name for p in props)
+        self._head = f"INSERT INTO {table.name} ({columns}) VALUES "
+        self._row = "(" + ", ".join("?" for _ in props) + ")"
+        self._tail = f" RETURNING {key.name}"
+        self._sql: dict[int, str] = {}
+
+    def sql(self, rows: int) -> str:
+        text_ = self._sql.get(rows)
+        if text_ is None:
+            text_ = self._sql[rows] = self._head + ", ".join([self._row] * rows) + self._tail
+        return text_
+
+    def values(self, row: Base) -> list[Any]:
+        out = []
+        for attr, process, default in zip(self._attrs, self._processors, self._defaults, strict=True):
+            value = getattr(row, attr)
+            if value is None and default is not None:
+                value = default()
+            out.append(process(value) if process is not None and value is not None else value)
+        return out
+
+
+def _default_of(column: Any) -> Callable[[], Any] | None:
+    """A column's Python-side default as a function of nothing (what the ORM would have filled in)."""
+    default = column.default
+    if default is None:
+        return None
+    if default.is_callable:
+        return lambda: default.arg(None)
+    return lambda: default.arg
+
+
+_SHAPES: dict[type[Base], _Shape] = {}
+
+
+def _shape(cls: type[Base], session: Session) -> _Shape:
+    shape = _SHAPES.get(cls)
+    if shape is None:
+        shape = _SHAPES[cls] = _Shape(cls, session)
+    return shape
 
 
 def dialect_for(url: str) -> Dialect:

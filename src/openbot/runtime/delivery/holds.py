@@ -6,7 +6,7 @@ the sender's queue in that thread is empty. A later real hand-off to the same ta
 
 from __future__ import annotations
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from openbot.core.ids import new_id
@@ -64,20 +64,19 @@ async def hold(
     return notices.handoff_held(sender.handle, handles, message.id, message.hop)
 
 
+_PENDING = select(HeldHandoff).where(
+    HeldHandoff.thread_id == bindparam("thread_id"),
+    HeldHandoff.sender_id == bindparam("sender_id"),
+    HeldHandoff.status == HoldStatus.PENDING,
+)
+
+
 async def release_holds(session: AsyncSession, bot: Actor, thread_id: str) -> list[str]:
     """Deliver the sender's pending holds in a thread once its queue there is empty.
 
     Returns the ids of the bots woken. Called after every run of ``bot`` settles and at recovery.
     """
-    holds = list(
-        await session.scalars(
-            select(HeldHandoff).where(
-                HeldHandoff.thread_id == thread_id,
-                HeldHandoff.sender_id == bot.id,
-                HeldHandoff.status == HoldStatus.PENDING,
-            )
-        )
-    )
+    holds = list(await session.scalars(_PENDING, {"thread_id": thread_id, "sender_id": bot.id}))
     if not holds or await queued_mail(session, bot.id, thread_id):
         return []
     woken: list[str] = []

@@ -7,7 +7,7 @@ bot, so no caller has to remember to wake anyone.
 
 from __future__ import annotations
 
-from sqlalchemy import Select, func, select, update
+from sqlalchemy import Select, bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from openbot.core.errors import NotFound
@@ -69,12 +69,14 @@ async def queued_mail(session: AsyncSession, actor_id: str, thread_id: str) -> i
 
 async def has_mail(session: AsyncSession, bot_id: str) -> bool:
     """Whether the bot has anything queued at all (worth waking its worker for)."""
-    row = await session.scalar(
-        select(InboxItem.id)
-        .where(InboxItem.actor_id == bot_id, InboxItem.status == ItemStatus.QUEUED)
-        .limit(1)
-    )
-    return row is not None
+    return await session.scalar(_HAS_MAIL, {"bot_id": bot_id}) is not None
+
+
+_HAS_MAIL = (
+    select(InboxItem.id)
+    .where(InboxItem.actor_id == bindparam("bot_id"), InboxItem.status == ItemStatus.QUEUED)
+    .limit(1)
+)
 
 
 async def ack_item(session: AsyncSession, item_id: str) -> ItemView:

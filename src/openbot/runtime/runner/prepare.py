@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from sqlalchemy import ColumnElement, Row, Text, cast, func, or_, select, true
+from sqlalchemy import Row, Select, Text, bindparam, cast, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
@@ -123,44 +123,80 @@ def _todos(todo: TodoList | None) -> list[dict[str, Any]]:
     return [t for t in (todo.todos if todo else []) if isinstance(t, dict)]
 
 
+# The hot statements are built once; a run binds its ids (building a statement costs more than
+# SQLite takes to run it).
+_DEFAULT = aliased(Actor)
+_HEAD = (
+    select(Actor, BotProfile, Thread, TodoList, _DEFAULT)
+    .join(BotProfile, BotProfile.actor_id == Actor.id)
+    .join(Thread, Thread.id == bindparam("thread_id"))
+    .outerjoin(TodoList, (TodoList.thread_id == Thread.id) & (TodoList.bot_id == Actor.id))
+    .outerjoin(_DEFAULT, _DEFAULT.id == Thread.default_bot_id)
+    .where(Actor.id == bindparam("bot_id"))
+)
+# The thread's participants (whatever their state) and every enabled bot (the roster), in one read.
+_PEOPLE = (
+    select(Actor, ThreadParticipant.joined_at, BotProfile.description)
+    .outerjoin(
+        ThreadParticipant,
+        (ThreadParticipant.actor_id == Actor.id) & (ThreadParticipant.thread_id == bindparam("thread_id")),
+    )
+    .outerjoin(BotProfile, BotProfile.actor_id == Actor.id)
+    .where(
+        ThreadParticipant.thread_id.is_not(None)
+        | (BotProfile.actor_id.is_not(None) & Actor.enabled.is_(True) & Actor.deleted.is_(False))
+    )
+)
+_IN_VIEW = or_(
+    Message.sender_id == bindparam("bot_id"),
+    Message.id.in_(bindparam("triggers", expanding=True)),
+    cast(Message.mentions, Text).like(bindparam("quoted"), escape="/"),
+)
+
+
+def _page(*, scoped: bool, paged: bool) -> Select[str, str | None, str, list[str]]:
+    stmt = select(*_COLUMNS).where(Message.thread_id == bindparam("thread_id"))
+    if scoped:
+        stmt = stmt.where(_IN_VIEW)
+    if paged:
+        stmt = stmt.where(Message.id < bindparam("before"))
+    return stmt.order_by(Message.id.desc()).limit(bindparam("limit"))
+
+
+_BOTH = [(False, False), (False, True), (True, False), (True, True)]
+_PAGES = {(scoped, paged): _page(scoped=scoped, paged=paged) for scoped, paged in _BOTH}
+_BY_ID = (
+    select(*_COLUMNS)
+    .where(Message.thread_id == bindparam("thread_id"), Message.id.in_(bindparam("ids", expanding=True)))
+    .order_by(Message.id)
+)
+_COUNT = select(func.count()).select_from(
+    select(Message.id).where(Message.thread_id == bindparam("thread_id")).limit(bindparam("upto")).subquery()
+)
+
+
 async def _read(s: AsyncSession, settings: Settings, claim: Claim) -> _Reads:
-    # The bot, its profile, the thread, the bot's to-do list there and the default bot: one statement.
-    default = aliased(Actor)
-    row = (
-        await s.execute(
-            select(Actor, BotProfile, Thread, TodoList, default)
-            .join(BotProfile, BotProfile.actor_id == Actor.id)
-            .join(Thread, Thread.id == claim.thread_id)
-            .outerjoin(TodoList, (TodoList.thread_id == Thread.id) & (TodoList.bot_id == Actor.id))
-            .outerjoin(default, default.id == Thread.default_bot_id)
-            .where(Actor.id == claim.bot_id)
-        )
-    ).one_or_none()
+    ids = {"bot_id": claim.bot_id, "thread_id": claim.thread_id}
+    row = (await s.execute(_HEAD, ids)).one_or_none()
     if row is None:
         raise NotFound(f"the bot or thread of run {claim.run_id} is gone", {"run_id": claim.run_id})
     bot, profile, thread, todo, default_bot = row
-    people = list(
-        await s.scalars(
-            select(Actor)
-            .join(ThreadParticipant, ThreadParticipant.actor_id == Actor.id)
-            .where(ThreadParticipant.thread_id == thread.id)
-            .order_by(ThreadParticipant.joined_at)
-        )
+    everyone = (await s.execute(_PEOPLE, ids)).all()
+    people = [a for a, joined, _d in sorted((r for r in everyone if r[1] is not None), key=lambda r: r[1])]
+    roster = sorted(
+        (RosterEntry(a.handle, a.name, d or "") for a, _j, d in everyone if _listed(a) and a.id != bot.id),
+        key=lambda e: e.handle,
     )
-    roster = (
-        await s.execute(
-            select(Actor.handle, Actor.name, BotProfile.description)
-            .join(BotProfile, BotProfile.actor_id == Actor.id)
-            .where(Actor.enabled.is_(True), Actor.deleted.is_(False), Actor.id != bot.id)
-            .order_by(Actor.handle)
-        )
-    ).all()
     default_handle = default_bot.handle if default_bot else "chief_of_staff"
     scoped = is_scoped(bot.handle, default_handle, [a.handle for a in people if a.kind == "bot"])
     handles = {a.id: a.handle for a in people}
     window = await _read_window(s, settings, claim, bot, scoped, handles)
-    entries = [RosterEntry(h, n, d) for h, n, d in roster]
-    return _Reads(bot, profile, thread, todo, default_handle, people, scoped, window, entries)
+    return _Reads(bot, profile, thread, todo, default_handle, people, scoped, window, roster)
+
+
+def _listed(actor: Actor) -> bool:
+    """The roster lists enabled bots only (participants come back whatever their state)."""
+    return actor.kind == "bot" and actor.enabled and not actor.deleted
 
 
 async def _read_window(
@@ -172,14 +208,19 @@ async def _read_window(
     unless the filter let through messages out of view (an invalid handle is not filtered here).
     """
     triggers = frozenset(claim.trigger_ids)
-    where = [Message.thread_id == claim.thread_id, *([_in_view(bot, triggers)] if scoped else [])]
+    scoped_sql = scoped and is_valid_handle(bot.handle)
     page_size = window_rows(triggers=triggers, max_messages=settings.history_max_messages)
+    params: dict[str, Any] = {"thread_id": claim.thread_id, "limit": page_size}
+    if scoped_sql:
+        quoted = '%"' + bot.handle.replace("_", "/_") + '"%'
+        params.update(bot_id=bot.id, triggers=sorted(triggers), quoted=quoted)
     newest: list[HistoryMessage] = []
+    first_page = 0
     while True:
-        stmt = select(*_COLUMNS).where(*where).order_by(Message.id.desc()).limit(page_size)
         if newest:
-            stmt = stmt.where(Message.id < newest[0].id)
-        page = (await s.execute(stmt)).all()
+            params["before"] = newest[0].id
+        page = (await s.execute(_PAGES[scoped_sql, bool(newest)], params)).all()
+        first_page = first_page or len(page)
         newest[:0] = await _messages(s, reversed(page), handles)
         closed = window_closed(
             newest,
@@ -194,7 +235,10 @@ async def _read_window(
     # Triggers are in view: any not read are older than the window (a run's mail can wait long).
     earlier = await _by_id(s, claim.thread_id, triggers - {m.id for m in newest}, handles)
     cap = max(_COUNT_CAP, page_size)  # more than a window shows, so "at least" is never "at least 0"
-    size = await _count(s, claim.thread_id, cap + 1)
+    if not scoped_sql and first_page < page_size:
+        size = first_page  # the first page held the whole thread: nothing to count
+    else:
+        size = int(await s.scalar(_COUNT, {"thread_id": claim.thread_id, "upto": cap + 1}) or 0)
     return _Window(newest, earlier + [m for m in newest if m.id in triggers], size, size > cap)
 
 
@@ -203,27 +247,8 @@ async def _by_id(
 ) -> list[HistoryMessage]:
     if not ids:
         return []
-    stmt = select(*_COLUMNS).where(Message.thread_id == thread_id, Message.id.in_(sorted(ids)))
-    return await _messages(s, (await s.execute(stmt.order_by(Message.id))).all(), handles)
-
-
-async def _count(s: AsyncSession, thread_id: str, upto: int) -> int:
-    """The thread's messages, counted up to ``upto`` along its index: O(upto), not O(thread)."""
-    counted = select(Message.id).where(Message.thread_id == thread_id).limit(upto).subquery()
-    return await s.scalar(select(func.count()).select_from(counted)) or 0
-
-
-def _in_view(bot: Actor, triggers: frozenset[str]) -> ColumnElement[bool]:
-    """SQL for :func:`openbot.core.history.in_view` of a delegate (unroll filters again, exactly).
-
-    ``mentions`` is a JSON list of handles on both backends; a valid handle needs no JSON
-    escaping, so its quoted form appears in the list's text exactly when it is mentioned.
-    """
-    if not is_valid_handle(bot.handle):
-        return true()
-    quoted = '%"' + bot.handle.replace("_", "/_") + '"%'
-    mentioned = cast(Message.mentions, Text).like(quoted, escape="/")
-    return or_(Message.sender_id == bot.id, Message.id.in_(sorted(triggers)), mentioned)
+    rows = (await s.execute(_BY_ID, {"thread_id": thread_id, "ids": sorted(ids)})).all()
+    return await _messages(s, rows, handles)
 
 
 async def _messages(

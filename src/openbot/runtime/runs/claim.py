@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from openbot.core.ids import new_id
@@ -22,6 +22,23 @@ from openbot.store.db import dialect, now
 from openbot.store.models import Actor, BotProfile, InboxItem, Message, Run
 
 _MAX_SCAN = 1000  # queued items read per claim
+
+
+# Built once (building a statement costs more than SQLite takes to run it); a claim binds the bot.
+# The bot, its profile and its active runs (one row each, or one row of NULLs): one read.
+_BOT = (
+    select(Actor, BotProfile, Run.thread_id, Run.status)
+    .join(BotProfile, BotProfile.actor_id == Actor.id)
+    .outerjoin(Run, (Run.bot_id == Actor.id) & Run.status.in_(ACTIVE_RUNS))
+    .where(Actor.id == bindparam("bot_id"))
+)
+_QUEUED = (
+    select(InboxItem, Message.hop)
+    .outerjoin(Message, Message.id == InboxItem.message_id)
+    .where(InboxItem.actor_id == bindparam("bot_id"), InboxItem.status == ItemStatus.QUEUED)
+    .order_by(InboxItem.id)
+    .limit(_MAX_SCAN)
+)
 
 
 @dataclass(frozen=True)
@@ -41,22 +58,12 @@ class Claim:
 async def claim_next(session: AsyncSession, bot_id: str, owner: str, lease_seconds: float) -> Claim | None:
     """Pick the bot's next batch and turn it into a running run, or return None."""
     await dialect(session).lock_bot(session, bot_id)
-    row = (
-        await session.execute(
-            select(Actor, BotProfile)
-            .join(BotProfile, BotProfile.actor_id == Actor.id)
-            .where(Actor.id == bot_id)
-        )
-    ).one_or_none()
-    if row is None or row[0].deleted or not row[0].enabled:
+    rows = (await session.execute(_BOT, {"bot_id": bot_id})).all()
+    if not rows or rows[0][0].deleted or not rows[0][0].enabled:
         return None
-    bot, profile = row
+    bot, profile = rows[0][0], rows[0][1]
     ceiling = max(1, profile.max_parallel_threads)
-    active = (
-        await session.execute(
-            select(Run.thread_id, Run.status).where(Run.bot_id == bot.id, Run.status.in_(ACTIVE_RUNS))
-        )
-    ).all()
+    active = [(thread_id, status) for _b, _p, thread_id, status in rows if thread_id is not None]
     in_flight = frozenset(t for t, s in active if s in IN_FLIGHT_RUNS)
     if len(in_flight) >= ceiling:
         return None
@@ -119,15 +126,7 @@ def _log_claim(session: AsyncSession, bot: Actor, run: Run, items: Sequence[Inbo
 
 async def _queued(session: AsyncSession, bot_id: str) -> tuple[list[InboxItem], dict[str, int | None]]:
     """The bot's queued items, oldest first, each with its message's hop (None for run items)."""
-    loaded = (
-        await session.execute(
-            select(InboxItem, Message.hop)
-            .outerjoin(Message, Message.id == InboxItem.message_id)
-            .where(InboxItem.actor_id == bot_id, InboxItem.status == ItemStatus.QUEUED)
-            .order_by(InboxItem.id)
-            .limit(_MAX_SCAN)
-        )
-    ).all()
+    loaded = (await session.execute(_QUEUED, {"bot_id": bot_id})).all()
     return [item for item, _hop in loaded], {item.id: hop for item, hop in loaded}
 
 

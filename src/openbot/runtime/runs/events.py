@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import bindparam, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from openbot.core.errors import StaleLease
@@ -18,6 +18,27 @@ from openbot.runtime.views import run_event_view, run_view
 from openbot.store.db import dialect, now
 from openbot.store.journal import append_event, log_activity
 from openbot.store.models import Actor, Run, RunEvent, Thread
+
+# Built once; a call binds its values (building a statement costs more than SQLite takes to run it).
+_ADD_EVENT = (
+    insert(RunEvent)
+    .values(
+        run_id=bindparam("run_id"),
+        seq=select(func.coalesce(func.max(RunEvent.seq), 0) + 1)
+        .where(RunEvent.run_id == bindparam("run_id"))
+        .scalar_subquery(),
+        type=bindparam("type"),
+        payload=bindparam("payload", type_=RunEvent.payload.type),
+        created_at=bindparam("created_at", type_=RunEvent.created_at.type),
+    )
+    .returning(RunEvent.seq)
+)
+_FENCED = (
+    select(Run, Actor, Thread)
+    .join(Actor, Actor.id == Run.bot_id)
+    .join(Thread, Thread.id == Run.thread_id)
+    .where(Run.id == bindparam("run_id"))
+)
 
 
 def journal_run(session: AsyncSession, run: Run, bot_handle: str) -> None:
@@ -56,18 +77,8 @@ def move(run: Run, target: RunStatus) -> None:
 async def add_run_event(session: AsyncSession, run: Run, type_: str, payload: dict[str, Any]) -> RunEvent:
     """Append the run's next event: the seq is computed inside the INSERT (one statement, not two)."""
     stamp = now(session)
-    next_seq = (
-        select(func.coalesce(func.max(RunEvent.seq), 0) + 1)
-        .where(RunEvent.run_id == run.id)
-        .scalar_subquery()
-    )
-    seq = (
-        await session.execute(
-            insert(RunEvent)
-            .values(run_id=run.id, seq=next_seq, type=type_, payload=payload, created_at=stamp)
-            .returning(RunEvent.seq)
-        )
-    ).scalar_one()
+    params = {"run_id": run.id, "type": type_, "payload": payload, "created_at": stamp}
+    seq = (await session.execute(_ADD_EVENT, params)).scalar_one()
     # A detached copy of the row for the journal and the caller (the row itself is written).
     event = RunEvent(run_id=run.id, seq=int(seq), type=type_, payload=payload, created_at=stamp)
     append_event(session, "run.event", run_event_view(event, run.thread_id), run.thread_id)
@@ -76,13 +87,8 @@ async def add_run_event(session: AsyncSession, run: Run, type_: str, payload: di
 
 async def fenced(session: AsyncSession, run_id: str, token: int) -> tuple[Run, Actor, Thread]:
     """Lock the run (with its bot and thread) if this lease still owns it; raise StaleLease if not."""
-    stmt = (
-        select(Run, Actor, Thread)
-        .join(Actor, Actor.id == Run.bot_id)
-        .join(Thread, Thread.id == Run.thread_id)
-        .where(Run.id == run_id)
-    )
-    row = (await session.execute(dialect(session).for_update(stmt, of=Run))).one_or_none()
+    stmt = dialect(session).for_update(_FENCED, of=Run)
+    row = (await session.execute(stmt, {"run_id": run_id})).one_or_none()
     if row is None or row[0].status != RunStatus.RUNNING or row[0].lease_token != token:
         raise StaleLease(f"run {run_id} moved on without this worker", {"run_id": run_id})
     run, bot, thread = row

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from openbot.core.scheduling import ItemKind
@@ -25,6 +25,15 @@ from openbot.runtime.runs.claim import Claim
 from openbot.runtime.runs.events import add_run_event, fenced, journal_run, log_run, move
 from openbot.store.db import now
 from openbot.store.models import Actor, InboxItem, Run, Thread, ThreadParticipant
+
+_SETTLE = (
+    update(InboxItem)
+    .where(
+        InboxItem.id.in_(bindparam("ids", expanding=True)), InboxItem.status == ItemStatus.PROCESSING
+    )
+    .values(status=bindparam("status"), updated_at=bindparam("stamp", type_=InboxItem.updated_at.type))
+    .execution_options(synchronize_session=False)
+)
 
 
 @dataclass
@@ -133,11 +142,8 @@ async def _complete(
 
 async def settle(session: AsyncSession, item_ids: Sequence[str], status: ItemStatus, stamp: datetime) -> None:
     """Settle the claim's items that are still processing, in one UPDATE."""
-    await session.execute(
-        update(InboxItem)
-        .where(InboxItem.id.in_(item_ids), InboxItem.status == ItemStatus.PROCESSING)
-        .values(status=check(ItemStatus, ItemStatus.PROCESSING, status), updated_at=stamp)
-    )
+    target = check(ItemStatus, ItemStatus.PROCESSING, status)
+    await session.execute(_SETTLE, {"ids": list(item_ids), "status": target, "stamp": stamp})
 
 
 async def _ask_humans(session: AsyncSession, run: Run, thread: Thread) -> None:
