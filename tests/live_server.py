@@ -1,7 +1,7 @@
 """Run a real ``openbot serve`` in a subprocess for browser, terminal-client and screenshot runs.
 
-Used by ``tests/web``, ``tests/cli_client``, ``scripts/screenshots.py`` and
-``benchmarks/ui_render.py`` (the latter load this file by path).
+Used by ``tests/web``, ``tests/cli_client``, the crash and fleet tests in ``tests/runtime``,
+``scripts/screenshots.py`` and ``benchmarks/ui_render.py`` (the latter load this file by path).
 """
 
 from __future__ import annotations
@@ -11,11 +11,29 @@ import socket
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 OPENBOT = Path(sys.executable).with_name("openbot")
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """This environment without any OPENBOT_ setting, real models forbidden, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENBOT_")}
+    return {**env, "OPENBOT_FORBID_REAL_MODELS": "1", **extra}
+
+
+def max_overlap(intervals: list[tuple[datetime, datetime]]) -> int:
+    """The most intervals open at one instant (an end sorts before a start at the same instant)."""
+    edges = sorted([(start, 1) for start, _ in intervals] + [(end, -1) for _, end in intervals])
+    level = peak = 0
+    for _at, step in edges:
+        level += step
+        peak = max(peak, level)
+    return peak
 
 
 def free_port() -> int:
@@ -95,6 +113,34 @@ class LiveServer:
     def restart(self, *, kill: bool = True) -> None:
         self.stop(kill=kill)
         self.start()
+
+    # ── the API, for tests that drive the server (every call asserts its status) ─────────────
+    def call(self, method: str, path: str, body: Any = None, expect: int = 200) -> Any:
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        response = httpx.request(method, f"{self.url}/api/v1{path}", json=body, headers=headers, timeout=30)
+        assert response.status_code == expect, (
+            f"{method} {path} → {response.status_code}: {response.text}\n{self.log()}"
+        )
+        return response.json() if response.content else None
+
+    def runs(self, **query: str) -> list[dict[str, Any]]:
+        params = "&".join(f"{k}={v}" for k, v in {**query, "limit": "2000"}.items())
+        return list(self.call("GET", f"/runs?{params}")["items"])
+
+    def messages(self, thread_id: str) -> list[dict[str, Any]]:
+        return list(self.call("GET", f"/threads/{thread_id}/messages?limit=5000")["items"])
+
+    def inbox(self, handle: str, **filters: str) -> list[dict[str, Any]]:
+        query = "&".join(f"{k}={v}" for k, v in {**filters, "limit": "5000"}.items())
+        return list(self.call("GET", f"/actors/{handle}/inbox?{query}")["items"])
+
+    def thread(self, title: str, *participants: str) -> str:
+        body = {"title": title, "participants": list(participants)}
+        return str(self.call("POST", "/threads", body, expect=201)["id"])
+
+    def post(self, thread_id: str, content: str) -> dict[str, Any]:
+        body = {"content": content, "from": "you"}
+        return dict(self.call("POST", f"/threads/{thread_id}/messages", body, expect=201)["message"])
 
     def log(self) -> str:
         try:

@@ -38,6 +38,16 @@ class Settings(BaseSettings):
     heartbeat_seconds: float = Field(15.0, gt=0, validation_alias=_env("SSE_HEARTBEAT_SECONDS"))
     journal_retention_days: float = Field(7.0, gt=0, validation_alias=_env("JOURNAL_RETENTION_DAYS"))
     drain_seconds: float = Field(10.0, ge=0, validation_alias=_env("DRAIN_SECONDS"))
+    # This process's name as a run lease owner (DESIGN §6): stable across restarts, so a restarted
+    # process takes its own runs back at once. Unset: derived from the host name and the data dir
+    # (runtime.scheduler.node); one live process per name.
+    node_id: str | None = Field(
+        None,
+        min_length=1,
+        max_length=64,  # runs.lease_owner
+        pattern=r"^[A-Za-z0-9._-]+$",
+        validation_alias=AliasChoices("OPENBOT_NODE_ID"),
+    )
     # False in an API process whose runs are executed by separate `openbot worker` processes.
     run_workers: bool = Field(True, validation_alias=_env("RUN_WORKERS"))
     max_body_bytes: int = Field(1_048_576, validation_alias=_env("MAX_BODY_BYTES"))

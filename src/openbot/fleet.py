@@ -4,6 +4,10 @@ A worker is a runtime without HTTP: it claims and runs bots' mail from the share
 number of workers and API processes can share one PostgreSQL database; leases, fencing and the
 bot-row lock keep each bot within its ceiling across them, LISTEN/NOTIFY wakes them within
 milliseconds, and the periodic poll stays the truth.
+
+Every process leases runs under its node name (``runtime.scheduler.node``); the workers of
+`serve --workers N` are named ``<node>-w1`` … ``<node>-wN`` after the serving process's node, so a
+restarted fleet takes its own runs back at once.
 """
 
 from __future__ import annotations
@@ -15,9 +19,11 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 from openbot.config import Settings
 from openbot.runtime.engine import Runtime
+from openbot.runtime.scheduler import node
 
 log = logging.getLogger(__name__)
 
@@ -41,16 +47,25 @@ async def run_worker(settings: Settings) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    async with Runtime(settings) as rt:
-        log.info("worker %s running bots on %s", rt.system.owner, rt.db.backend)
-        await stop.wait()
+    try:
+        async with Runtime(settings) as rt:
+            log.info("worker %s running bots on %s", rt.system.owner, rt.db.backend)
+            await stop.wait()
+    except node.NodeInUse as exc:
+        print(f"openbot worker: {exc}", file=sys.stderr)  # one line, no traceback
+        raise SystemExit(2) from None
 
 
 def spawn_workers(count: int, data_dir: str) -> list[subprocess.Popen[bytes]]:
-    """Start ``count`` `openbot worker` processes with this process's environment."""
+    """Start ``count`` `openbot worker` processes with this process's environment, named
+    ``<node>-w1`` … after this process's configured node name."""
     env = {**os.environ, "OPENBOT_DATA_DIR": data_dir, "OPENBOT_RUN_WORKERS": "1"}
+    parent = node.configured_name(Settings(data_dir=Path(data_dir)))
     command = [sys.executable, "-m", "openbot.cli", "worker"]
-    return [subprocess.Popen(command, env=env) for _ in range(count)]
+    return [
+        subprocess.Popen(command, env={**env, "OPENBOT_NODE_ID": node.worker_name(parent, i)})
+        for i in range(1, count + 1)
+    ]
 
 
 def stop_workers(workers: list[subprocess.Popen[bytes]], timeout: float) -> None:

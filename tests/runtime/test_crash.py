@@ -19,22 +19,18 @@ The server is another process, so the test polls its HTTP API with deadlines.
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-import httpx
 import pytest
 
 from conftest import PG_URL, reset_postgres
-from live_server import LiveServer
+from live_server import LiveServer, clean_env
 from live_server import wait_until as _wait_until
 
 pytestmark = pytest.mark.slow
 
-OPENBOT = Path(sys.executable).with_name("openbot")
 T = TypeVar("T")
 
 ENGINEER_SCRIPT = [{"match": ".", "reply": "engineer finished"}]
@@ -53,42 +49,16 @@ def wait_until(predicate: Callable[[], T | None], what: str) -> T:
 
 
 class Server(LiveServer):
-    """``openbot serve`` in a subprocess (see ``live_server``), with the calls this test makes."""
-
-    # ── the API ──────────────────────────────────────────────────────────────────────────────
-    def call(self, method: str, path: str, body: Any = None, expect: int = 200) -> Any:
-        response = httpx.request(method, f"{self.url}/api/v1{path}", json=body)
-        assert response.status_code == expect, (
-            f"{method} {path} → {response.status_code}: {response.text}\n{self.log()}"
-        )
-        return response.json() if response.content else None
-
-    def runs(self, thread_id: str) -> list[dict[str, Any]]:
-        return list(self.call("GET", f"/runs?thread_id={thread_id}")["items"])
-
-    def messages(self, thread_id: str) -> list[dict[str, Any]]:
-        return list(self.call("GET", f"/threads/{thread_id}/messages?limit=1000")["items"])
-
-    def inbox(self, handle: str, **filters: str) -> list[dict[str, Any]]:
-        query = "&".join(f"{k}={v}" for k, v in filters.items())
-        return list(self.call("GET", f"/actors/{handle}/inbox?{query}")["items"])
-
-    def thread(self, title: str, *participants: str) -> str:
-        body = {"title": title, "participants": list(participants)}
-        return str(self.call("POST", "/threads", body, expect=201)["id"])
-
-    def post(self, thread_id: str, content: str) -> dict[str, Any]:
-        body = {"content": content, "from": "you"}
-        return dict(self.call("POST", f"/threads/{thread_id}/messages", body, expect=201)["message"])
+    """``openbot serve`` in a subprocess (see ``live_server``), with the one query this test adds."""
 
     def run_in(self, thread_id: str, bot: str, status: str) -> dict[str, Any] | None:
-        return next((r for r in self.runs(thread_id) if r["bot"] == bot and r["status"] == status), None)
+        runs = self.runs(thread_id=thread_id)
+        return next((r for r in runs if r["bot"] == bot and r["status"] == status), None)
 
 
 @pytest.fixture
 def server_env(backend: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENBOT_")}
-    env["OPENBOT_FORBID_REAL_MODELS"] = "1"
+    env = clean_env()
     if backend == "postgresql":
         assert PG_URL is not None
         asyncio.run(reset_postgres(PG_URL))
@@ -131,7 +101,7 @@ def test_a_crash_mid_run_fails_the_run_loses_nothing_and_keeps_the_question(serv
     assert [i["message_id"] for i in server.inbox("engineer", thread_id=thread_b, status="queued")] == [
         queued["id"]
     ]
-    assert server.runs(thread_b) == []  # one thread at a time: the mail waits
+    assert server.runs(thread_id=thread_b) == []  # one thread at a time: the mail waits
     # The in-flight run already built its (slow) model; the runs after the restart will be quick.
     server.call("PATCH", "/bots/engineer", {"model_settings": {"script": ENGINEER_SCRIPT, "delay_ms": 0}})
     assert server.run_in(thread_a, "engineer", "running") is not None, "the run must still be in flight"
@@ -156,7 +126,7 @@ def test_a_crash_mid_run_fails_the_run_loses_nothing_and_keeps_the_question(serv
 
     # Its trigger was queued again and is answered once; thread B's mail is answered too.
     def answered(thread_id: str, message_id: str) -> dict[str, Any] | None:
-        runs = [r for r in server.runs(thread_id) if message_id in r["trigger_message_ids"]]
+        runs = [r for r in server.runs(thread_id=thread_id) if message_id in r["trigger_message_ids"]]
         return next((r for r in runs if r["status"] == "completed"), None)
 
     rerun = wait_until(lambda: answered(thread_a, trigger["id"]), "the interrupted trigger to be answered")

@@ -3,6 +3,8 @@
 200 messages over 20 bots and 10 threads are answered exactly once, never by two runs of one bot
 in one thread at a time, and never past a bot's ceiling; then one worker is SIGKILLed mid-run:
 its lease lapses, the run is failed with a notice, and its message is answered by the survivor.
+The workers are started as `openbot worker` over one data dir: their node names (the runs' lease
+owners) differ all the same.
 
 The processes are real, so the test waits on their state (HTTP and SQL) with deadlines. The lease
 lapse is written into the database instead of waited for: the processes run on the wall clock.
@@ -11,7 +13,6 @@ lapse is written into the database instead of waited for: the processes run on t
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import subprocess
 import sys
@@ -21,12 +22,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
 from conftest import PG_URL, reset_postgres
-from live_server import LiveServer, wait_until
+from live_server import LiveServer, clean_env, max_overlap, wait_until
+from openbot.config import Settings
+from openbot.runtime.scheduler import node
 from openbot.store.db import sync_url
 
 pytestmark = [
@@ -39,63 +41,53 @@ THREADS = 10
 OPENBOT = Path(sys.executable).with_name("openbot")
 
 
-class Api(LiveServer):
-    def call(self, method: str, path: str, body: Any = None, expect: int = 200) -> Any:
-        response = httpx.request(method, f"{self.url}/api/v1{path}", json=body, timeout=30)
-        assert response.status_code == expect, f"{method} {path} → {response.status_code}: {response.text}"
-        return response.json() if response.content else None
-
-    def runs(self, **query: str) -> list[dict[str, Any]]:
-        params = "&".join(f"{k}={v}" for k, v in {**query, "limit": "2000"}.items())
-        return list(self.call("GET", f"/runs?{params}")["items"])
-
-
 @pytest.fixture
 def fleet_env() -> dict[str, str]:
     assert PG_URL is not None
     asyncio.run(reset_postgres(PG_URL))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENBOT_")}
-    env.update(OPENBOT_FORBID_REAL_MODELS="1", OPENBOT_DATABASE_URL=PG_URL, OPENBOT_POLL_SECONDS="0.2")
-    return env
+    return clean_env(OPENBOT_DATABASE_URL=PG_URL, OPENBOT_POLL_SECONDS="0.2")
 
 
 @pytest.fixture
-def api(tmp_path: Path, fleet_env: dict[str, str]) -> Iterator[Api]:
-    with Api(tmp_path / "api", env={**fleet_env, "OPENBOT_RUN_WORKERS": "0"}) as server:
+def api(tmp_path: Path, fleet_env: dict[str, str]) -> Iterator[LiveServer]:
+    with LiveServer(tmp_path / "api", env={**fleet_env, "OPENBOT_RUN_WORKERS": "0"}) as server:
         yield server
 
 
 @pytest.fixture
-def workers(tmp_path: Path, fleet_env: dict[str, str], api: Api) -> Iterator[list[subprocess.Popen[bytes]]]:
-    log = (tmp_path / "workers.log").open("ab")
-    procs = [
-        subprocess.Popen([str(OPENBOT), "worker"], env=fleet_env, stdout=log, stderr=subprocess.STDOUT)
-        for _ in range(2)
-    ]
-    yield procs
-    for proc in procs:
-        if proc.poll() is None:
-            proc.terminate()
-    for proc in procs:
-        proc.wait(timeout=30)
-    log.close()
+def workers(
+    tmp_path: Path, fleet_env: dict[str, str], api: LiveServer
+) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """Two `openbot worker`s over one data dir, started one after the other: the first takes the
+    default node name, the second the next free one (``<default>-2``)."""
+    path = tmp_path / "workers.log"
+    log = path.open("ab")
+    command = [str(OPENBOT), "worker", "--data-dir", str(tmp_path / "workers")]
+    base = node.default_name(Settings(data_dir=tmp_path / "workers"))
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        for name in (base, f"{base}-2"):
+            procs.append(subprocess.Popen(command, env=fleet_env, stdout=log, stderr=subprocess.STDOUT))
+            try:
+                wait_until(lambda name=name: name in _held_names(), f"a worker to hold {name}", timeout=60)
+            except AssertionError as exc:
+                raise AssertionError(f"{exc}:\n{path.read_text()}") from None
+        yield procs
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in procs:
+            proc.wait(timeout=30)
+        log.close()
 
 
 def _interval(run: dict[str, Any]) -> tuple[datetime, datetime]:
     return datetime.fromisoformat(run["started_at"]), datetime.fromisoformat(run["finished_at"])
 
 
-def _max_overlap(intervals: list[tuple[datetime, datetime]]) -> int:
-    edges = sorted([(start, 1) for start, _ in intervals] + [(end, -1) for _, end in intervals])
-    level = peak = 0
-    for _at, step in edges:  # an end sorts before a start at the same instant
-        level += step
-        peak = max(peak, level)
-    return peak
-
-
 def test_two_workers_share_the_mail_and_one_takes_over_when_the_other_dies(
-    api: Api, workers: list[subprocess.Popen[bytes]]
+    api: LiveServer, workers: list[subprocess.Popen[bytes]], tmp_path: Path
 ) -> None:
     ceilings = {handle: 1 + i % 2 for i, handle in enumerate(BOTS)}
     for handle, ceiling in ceilings.items():
@@ -125,8 +117,8 @@ def test_two_workers_share_the_mail_and_one_takes_over_when_the_other_dies(
     for run in runs:
         by_pair[(run["bot"], run["thread_id"])].append(_interval(run))
         by_bot[run["bot"]].append(_interval(run))
-    assert all(_max_overlap(spans) == 1 for spans in by_pair.values())  # one run per bot and thread
-    assert all(_max_overlap(by_bot[bot]) <= ceilings[bot] for bot in by_bot)
+    assert all(max_overlap(spans) == 1 for spans in by_pair.values())  # one run per bot and thread
+    assert all(max_overlap(by_bot[bot]) <= ceilings[bot] for bot in by_bot)
     for thread_id in threads:
         messages = api.call("GET", f"/threads/{thread_id}/messages?limit=1000")["items"]
         replies = [m for m in messages if m["sender"] and m["sender"]["kind"] == "bot"]
@@ -134,10 +126,35 @@ def test_two_workers_share_the_mail_and_one_takes_over_when_the_other_dies(
             r["id"] for r in runs if r["thread_id"] == thread_id
         )
 
-    _kill_a_worker_mid_run(api, workers, threads[0])
+    base = node.default_name(Settings(data_dir=tmp_path / "workers"))
+    names = [base, f"{base}-2"]  # workers[0], workers[1]
+    assert {r["id"] for r in runs} and _lease_owners() <= set(names)  # the API process runs no bots
+    _kill_a_worker_mid_run(api, workers, threads[0], names)
 
 
-def _kill_a_worker_mid_run(api: Api, workers: list[subprocess.Popen[bytes]], thread_id: str) -> None:
+def _sql(query: str) -> set[str]:
+    assert PG_URL is not None
+    engine = create_engine(sync_url(PG_URL))
+    try:
+        with engine.begin() as conn:
+            return set(conn.execute(text(query)).scalars())
+    finally:
+        engine.dispose()
+
+
+def _held_names() -> set[str]:
+    """Node names held by live processes (``scheduler.node`` names its lock's connection)."""
+    rows = _sql("SELECT application_name FROM pg_stat_activity WHERE application_name LIKE 'openbot node %'")
+    return {row.removeprefix("openbot node ") for row in rows}
+
+
+def _lease_owners() -> set[str]:
+    return _sql("SELECT DISTINCT lease_owner FROM runs")
+
+
+def _kill_a_worker_mid_run(
+    api: LiveServer, workers: list[subprocess.Popen[bytes]], thread_id: str, names: list[str]
+) -> None:
     api.call("PATCH", "/bots/f00", {"model_settings": {"script": [], "delay_ms": 600_000}})
     slow = api.call("POST", f"/threads/{thread_id}/messages", {"content": "@f00 slow"}, expect=201)["message"]
     running = wait_until(lambda: api.runs(thread_id=thread_id, status="running"), "the slow run to start")
@@ -149,9 +166,8 @@ def _kill_a_worker_mid_run(api: Api, workers: list[subprocess.Popen[bytes]], thr
             owner = conn.execute(
                 text("SELECT lease_owner FROM runs WHERE id = :id"), {"id": victim_run["id"]}
             )
-            pid = int(owner.scalar_one().split(":")[1])
-            victim = next(p for p in workers if p.pid == pid)  # a worker ran it: the API runs no bots
-            survivor = next(p for p in workers if p.pid != pid)
+            index = names.index(owner.scalar_one())  # a worker ran it: the API runs no bots
+            victim, survivor = workers[index], workers[1 - index]
             victim.send_signal(signal.SIGKILL)
             victim.wait(timeout=30)
             api.call("PATCH", "/bots/f00", {"model_settings": {"script": [], "delay_ms": 5}})

@@ -77,7 +77,11 @@ class Runtime:
         done, _ = await asyncio.wait({self._task, started}, return_when=asyncio.FIRST_COMPLETED)
         if self._task in done:
             started.cancel()
-            self._task.result()  # start-up failed: raise it here
+            try:
+                self._task.result()  # start-up failed (its node name is held, say): raise it here
+            finally:
+                await self._stack.aclose()
+                await self.db.dispose()
         return self
 
     async def __aexit__(self, *exc: Any) -> None:

@@ -1,14 +1,16 @@
 """Recovery: fail the in-flight runs nobody owns any more, re-queue their mail (invariant 12).
 
 With one process per database (SQLite) every queued or running run found at start is orphaned.
-Where other processes may be alive (PostgreSQL) only runs whose lease expired are taken over.
+Where other processes may be alive (PostgreSQL) a run is taken over when its lease expired, and at
+start also when its lease names this process's node (``scheduler.node``): one live process per
+name, so the process that held it is gone.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sqlalchemy import select, update
+from sqlalchemy import or_, select, update
 
 from openbot.core.scheduling import ItemKind
 from openbot.core.states import IN_FLIGHT_RUNS, ItemStatus, RunStatus
@@ -23,13 +25,18 @@ if TYPE_CHECKING:
 _RESTARTED = {"code": "internal", "message": "the server restarted while this run was in flight"}
 
 
-async def recover(system: ActorSystem, *, expired_only: bool) -> int:
-    """Take over orphaned runs and release held hand-offs; returns how many runs were recovered."""
+async def recover(system: ActorSystem, *, expired_only: bool, ours: bool = False) -> int:
+    """Take over orphaned runs and release held hand-offs; returns how many runs were recovered.
+
+    ``expired_only``: only runs whose lease expired (other processes may be alive); with ``ours``
+    also the runs leased to this node, whatever their expiry (at start, before it claims any).
+    """
     stamp = system.clock.now()
     async with system.db.transaction() as s:
         stmt = select(Run).where(Run.status.in_(IN_FLIGHT_RUNS))
         if expired_only:
-            stmt = stmt.where(Run.lease_expires_at < stamp)
+            lapsed = Run.lease_expires_at < stamp
+            stmt = stmt.where(or_(lapsed, Run.lease_owner == system.owner) if ours else lapsed)
         orphans = list(await s.scalars(system.db.dialect.for_update(stmt, skip_locked=True)))
         for run in orphans:
             await end_run(

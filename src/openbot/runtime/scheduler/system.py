@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import socket
 from collections.abc import Iterable
 
 from sqlalchemy import select
@@ -23,7 +21,7 @@ from openbot.runtime.delivery.post import Delivery
 from openbot.runtime.runner.runner import Runner
 from openbot.runtime.runs.claim import Claim, claim_next
 from openbot.runtime.runs.outcome import Outcome
-from openbot.runtime.scheduler import execution, recovery
+from openbot.runtime.scheduler import execution, node, recovery
 from openbot.runtime.scheduler.maintenance import Maintenance
 from openbot.runtime.scheduler.worker import BotWorker
 from openbot.store.db import Database
@@ -40,7 +38,8 @@ class ActorSystem:
         self.runner = runner
         self.delivery = delivery
         self.slots = asyncio.Semaphore(settings.max_concurrent_runs)
-        self.owner = f"{socket.gethostname()}:{os.getpid()}:{os.urandom(3).hex()}"
+        #: This process's node name, its runs' lease owner: the configured one until ``run`` holds one.
+        self.owner = node.configured_name(settings)
         self.workers: dict[str, BotWorker] = {}
         self.in_flight: dict[str, asyncio.Task[None]] = {}  # run id → task that runs and settles it
         self.executions: dict[str, asyncio.Task[Outcome]] = {}  # run id → the agent's own task
@@ -56,9 +55,9 @@ class ActorSystem:
     # ── lifecycle ────────────────────────────────────────────────────────────────────────────
     async def run(self) -> None:
         """Own every background task until cancelled (the runtime cancels it when it stops)."""
-        async with asyncio.TaskGroup() as group:
+        async with node.hold(self.db, self.settings) as self.owner, asyncio.TaskGroup() as group:
             self._group = group
-            await self.recover(expired_only=self.db.dialect.shared)
+            await self.recover(expired_only=self.db.dialect.shared, ours=True)
             group.create_task(self._maintain_forever(), name="openbot-maintain")
             group.create_task(self._poll_when_asked(), name="openbot-poll")
             group.create_task(self.db.dialect.listen(self.db.url, self.heard), name="openbot-listen")
@@ -152,8 +151,8 @@ class ActorSystem:
         await self.runner.forget(run_id)
 
     # ── recovery and maintenance ─────────────────────────────────────────────────────────────
-    async def recover(self, *, expired_only: bool) -> int:
-        return await recovery.recover(self, expired_only=expired_only)
+    async def recover(self, *, expired_only: bool, ours: bool = False) -> int:
+        return await recovery.recover(self, expired_only=expired_only, ours=ours)
 
     async def maintain(self) -> None:
         """One maintenance pass (the loop runs one every ``poll_seconds`` on the clock)."""
