@@ -10,11 +10,19 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-install: $(BIN)/python
+# Stamps: pip runs again only when pyproject.toml changes (or the venv is new), not on every start.
+# The dev stamp implies the plain one (the dev extras install the package too).
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e .
+	touch $@
 
-install-dev: $(BIN)/python
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev]'
+	touch $@ $(VENV)/.installed
+
+install: $(VENV)/.installed
+
+install-dev: $(VENV)/.installed-dev
 
 ## make run: install and start the server on the embedded SQLite database under .openbot/
 run: install

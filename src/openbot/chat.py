@@ -21,10 +21,11 @@ import httpx
 from rich.console import Console
 from rich.markup import escape
 
-from openbot.client import OPEN_STATUSES, ApiError, Client, Event, Message, Run
+from openbot.client import OPEN_STATUSES, ApiError, Client, Event, Message, Run, unknown_mentions
 from openbot.screen import Screen
 from openbot.slash_commands import Commands
 from openbot.tables import clock
+from openbot.thread_refs import resolve_thread
 
 # What a run's status change prints (waiting_human and failed say more: see Chat.show_run).
 RUN_LINES = {
@@ -73,9 +74,7 @@ class Chat:
             )
             return
         if thread:
-            found = self.resolve(thread)
-            if found is None:
-                raise SystemExit(f"no thread {thread!r}")
+            found = resolve_thread(self.api, thread)
             self.enter(found["id"], found.get("title") or "")
             return
         threads = self.api.threads()
@@ -85,18 +84,6 @@ class Chat:
         else:
             created = self.api.create_thread(title="Chat", participants=[self.me])
             self.enter(created["id"], created.get("title") or "Chat")
-
-    def resolve(self, ref: str) -> dict[str, Any] | None:
-        ref = ref.strip()
-        if self.state and ref.isdigit() and 0 < int(ref) <= len(self.state.listing):
-            ref = self.state.listing[int(ref) - 1]
-        try:
-            return dict(self.api.thread(ref))
-        except ApiError as error:
-            if error.status != 404:
-                raise
-        matches = [t for t in self.api.threads() if ref.lower() in (t.get("title") or "").lower()]
-        return dict(matches[0]) if len(matches) == 1 else None
 
     def enter(self, thread_id: str, title: str) -> None:
         keep = self.state.last_event_id if self.state else None
@@ -242,17 +229,17 @@ class Chat:
         while not self.stop.is_set():
             try:
                 since = self.state.last_event_id if self.state else None
-                for event in client.events(since=since):
-                    if not self.connected.is_set() or lost:
-                        self.connected.set()
-                        if lost:
-                            lost = False
-                            self.screen.line("[green]reconnected[/]")
-                            self.catch_up()
-                        delay = 0.5
-                    if self.stop.is_set():
-                        return
-                    self.handle(event)
+                with client.subscribe(since=since) as stream:
+                    self.connected.set()  # subscribed: nothing that happens from now on is missed
+                    delay = 0.5
+                    if lost:
+                        lost = False
+                        self.screen.line("[green]reconnected[/]")
+                        self.catch_up()
+                    for event in stream:
+                        if self.stop.is_set():
+                            return
+                        self.handle(event)
             except (httpx.TransportError, ApiError) as error:
                 if self.stop.is_set():
                     return
@@ -274,6 +261,8 @@ class Chat:
         held = result.get("held") or []
         if held:
             self.screen.line(f"[yellow]hand-off held for {', '.join('@' + h for h in held)}[/]")
+        for warning in unknown_mentions(result):
+            self.screen.line(f"[yellow]{escape(warning)}[/]")
 
     def loop(self) -> None:
         while True:
@@ -297,17 +286,13 @@ class Chat:
 
 
 def run_chat(server: str, token: str | None, thread: str | None, new: str | None) -> None:
-    """``openbot chat``: a live REPL on one thread."""
+    """``openbot chat``: a live REPL on one thread. Failures to connect, or to find the thread,
+    propagate (``ApiError``, ``httpx.TransportError``, ``ThreadRefError``): the command reports them."""
     console = Console(highlight=False)
     chat = Chat(server, token, console)
-    try:
-        info = chat.api.info()
-    except httpx.TransportError as error:
-        console.print(f"[red]Cannot reach {escape(server)}: {escape(str(error))}[/]")
-        raise SystemExit(1) from error
-    except ApiError as error:
-        console.print(f"[red]{escape(server)} refused: {error.code} {escape(error.message)}[/]")
-        raise SystemExit(1) from error
+    info = chat.api.info()
+    if info.get("name") != "openbot":
+        raise ApiError(200, "not_openbot", "GET /api/v1 does not name OpenBot: is this an OpenBot server?")
     console.print(
         f"[dim]Connected to {escape(server)} (openbot {info.get('version', '?')}, protocol "
         f"{info.get('protocol_version', '?')}). /help for commands.[/]"

@@ -5,10 +5,16 @@ from __future__ import annotations
 import ipaddress
 import logging
 import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
+
+if TYPE_CHECKING:
+    from openbot.config import Settings
 
 app = typer.Typer(
     help="OpenBot: a team of LLM bots, their humans and external systems in shared threads.",
@@ -18,8 +24,65 @@ app = typer.Typer(
 db_app = typer.Typer(help="Database commands.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 
-ServerOpt = Annotated[str, typer.Option("--server", envvar="OPENBOT_SERVER", help="Server URL.")]
+DEFAULT_SERVER = "http://127.0.0.1:8000"
+ServerOpt = Annotated[
+    str, typer.Option("--server", envvar="OPENBOT_SERVER", help="Server URL (or OPENBOT_SERVER).")
+]
 TokenOpt = Annotated[str | None, typer.Option("--token", envvar="OPENBOT_API_TOKEN", help="API token.")]
+
+
+def _fail(message: str) -> NoReturn:
+    typer.echo(f"openbot: {message}", err=True)
+    raise typer.Exit(1)
+
+
+@contextmanager
+def _reported(server: str) -> Iterator[None]:
+    """A client command's foreseeable failures (no server there, not an OpenBot server, an error
+    answer, no such thread) end it with one line on stderr and exit status 1."""
+    import httpx
+
+    from openbot.client import ApiError
+    from openbot.thread_refs import ThreadRefError
+
+    try:
+        yield
+    except ApiError as error:
+        where = f" {error.where} with" if error.where else ""
+        _fail(f"{server} answered{where} {error.status} {error.code}: {error.message}")
+    except httpx.TransportError as error:
+        reason = re.sub(r"^\[Errno -?\d+\] ", "", str(error)) or type(error).__name__
+        _fail(f"cannot reach an OpenBot server at {server}: {reason}")
+    except httpx.InvalidURL as error:
+        _fail(f"--server {server!r} is not a URL: {error}")
+    except ThreadRefError as error:
+        _fail(str(error))
+
+
+def _settings(**values: object) -> Settings:
+    """The settings, or one line naming the variable that does not parse."""
+    from pydantic import ValidationError
+
+    from openbot.config import Settings
+
+    try:
+        return Settings(**values)  # type: ignore[arg-type]
+    except ValidationError as error:
+        problem = error.errors()[0]
+        name = ".".join(str(part) for part in problem["loc"])
+        _fail(f"bad setting {name}: {problem['msg']}")
+
+
+@contextmanager
+def _startup() -> Iterator[None]:
+    """``serve``/``worker``/``db upgrade``: what ``openbot.startup`` refuses is one line, exit 2."""
+    from openbot.startup import StartupError
+
+    try:
+        yield
+    except StartupError as error:
+        typer.echo(f"openbot: {error}", err=True)
+        raise typer.Exit(2) from None
 
 
 def _is_loopback(host: str) -> bool:
@@ -45,14 +108,17 @@ def serve(
     """Start the API and the web UI, with the bots' workers in this process or in N others."""
     import uvicorn
 
+    from openbot import startup
     from openbot.api.app import create_app
-    from openbot.config import Settings
 
     os.environ.setdefault("OPENBOT_DATA_DIR", str(data_dir))
-    settings = Settings(data_dir=data_dir)
+    settings = _settings(data_dir=data_dir)
     if not _is_loopback(host) and not settings.api_token:
         typer.echo("Refusing to bind beyond loopback without OPENBOT_API_TOKEN set.", err=True)
         raise typer.Exit(2)
+    with _startup():
+        startup.lock_database(settings)  # SQLite: held until this process ends
+        startup.check_database(settings)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     backend = "PostgreSQL" if settings.database_url and "postgres" in settings.database_url else "SQLite"
     where = settings.resolved_database_url() if backend == "SQLite" else "OPENBOT_DATABASE_URL"
@@ -89,10 +155,11 @@ def worker(
     """Run bots (no HTTP) against the shared PostgreSQL database, beside any number of servers."""
     import asyncio
 
-    from openbot import fleet
-    from openbot.config import Settings
+    from openbot import fleet, startup
 
-    settings = Settings(data_dir=data_dir)
+    settings = _settings(data_dir=data_dir)
+    with _startup():
+        startup.check_database(settings)
     try:
         fleet.require_shared_database(settings)
     except fleet.FleetError as exc:
@@ -104,28 +171,30 @@ def worker(
 
 @app.command()
 def post(
-    thread: Annotated[str, typer.Argument(help="Thread id.")],
+    thread: Annotated[
+        str, typer.Argument(help="Thread: id (or its start or end), number in `openbot threads`, or title.")
+    ],
     text: Annotated[str, typer.Argument(help="Message text; @mentions wake bots.")],
     sender: Annotated[str, typer.Option("--from", help="Sender handle.")] = "you",
-    server: ServerOpt = "http://127.0.0.1:8000",
+    server: ServerOpt = DEFAULT_SERVER,
     token: TokenOpt = None,
 ) -> None:
     """Post a message to a thread on a running server."""
-    from openbot.client import ApiError, Client
+    from openbot.client import Client, unknown_mentions
+    from openbot.thread_refs import resolve_thread
 
-    with Client(server, token, timeout=30) as client:
-        try:
-            body = client.post_message(thread, text, sender=sender)
-        except ApiError as error:
-            typer.echo(f"error {error.code}: {error.message}", err=True)
-            raise typer.Exit(1) from error
+    with _reported(server), Client(server, token, timeout=30) as client:
+        found = resolve_thread(client, thread)
+        body = client.post_message(found["id"], text, sender=sender)
     woke = ", ".join("@" + h for h in body["addressed"]) or "nobody"
-    typer.echo(f"posted {body['message']['id']}; woke {woke}")
+    typer.echo(f"posted {body['message']['id']} in {found.get('title') or found['id']!r}; woke {woke}")
+    for line in unknown_mentions(body):
+        typer.echo(line, err=True)
 
 
 @app.command()
 def chat(
-    server: ServerOpt = "http://127.0.0.1:8000",
+    server: ServerOpt = DEFAULT_SERVER,
     token: TokenOpt = None,
     thread: Annotated[str | None, typer.Option("--thread", help="Open this thread.")] = None,
     new: Annotated[str | None, typer.Option("--new", help="Start a new thread with this title.")] = None,
@@ -133,44 +202,50 @@ def chat(
     """A live terminal client: follow a thread, talk to the bots, answer questions and approvals."""
     from openbot.chat import run_chat
 
-    run_chat(server, token, thread, new)
+    with _reported(server):
+        run_chat(server, token, thread, new)
 
 
 @app.command()
-def threads(server: ServerOpt = "http://127.0.0.1:8000", token: TokenOpt = None) -> None:
+def threads(server: ServerOpt = DEFAULT_SERVER, token: TokenOpt = None) -> None:
     """List threads with their last activity."""
     from openbot.tables import print_threads
 
-    print_threads(server, token)
+    with _reported(server):
+        print_threads(server, token)
 
 
 @app.command()
-def bots(server: ServerOpt = "http://127.0.0.1:8000", token: TokenOpt = None) -> None:
+def bots(server: ServerOpt = DEFAULT_SERVER, token: TokenOpt = None) -> None:
     """List bots with their live state."""
     from openbot.tables import print_bots
 
-    print_bots(server, token)
+    with _reported(server):
+        print_bots(server, token)
 
 
 @app.command()
 def activity(
-    server: ServerOpt = "http://127.0.0.1:8000",
+    server: ServerOpt = DEFAULT_SERVER,
     token: TokenOpt = None,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing new entries.")] = False,
 ) -> None:
     """The diagnostic timeline (why each bot did what it did)."""
     from openbot.tables import print_activity
 
-    print_activity(server, token, follow)
+    with _reported(server):
+        print_activity(server, token, follow)
 
 
 @db_app.command("upgrade")
 def db_upgrade() -> None:
     """Apply database migrations (the server also does this at start)."""
-    from openbot.config import Settings
+    from openbot import startup
     from openbot.store.migrate import upgrade
 
-    settings = Settings()
+    settings = _settings()
+    with _startup():
+        startup.check_database(settings)
     upgrade(settings.resolved_database_url())
     typer.echo("database is up to date")
 

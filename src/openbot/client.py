@@ -11,13 +11,17 @@ tails the event stream on a second thread, each with its own ``Client``.
         ...
 
 Errors follow the server's taxonomy: every non-2xx answer raises ``ApiError`` carrying the
-``code``, ``message`` and HTTP ``status``; a dropped connection raises ``httpx.TransportError``.
+``code``, ``message``, HTTP ``status`` and the request it answered (``where``); an answer that is
+not JSON (a server that is not OpenBot) is an ``ApiError`` with code ``not_openbot``; a dropped or
+refused connection raises ``httpx.TransportError``.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypedDict, cast
 
@@ -79,12 +83,13 @@ class Run(TypedDict, total=False):
 class ApiError(Exception):
     """The server answered with an error body (or a non-JSON error)."""
 
-    def __init__(self, status: int, code: str, message: str, details: Any = None) -> None:
+    def __init__(self, status: int, code: str, message: str, details: Any = None, where: str = "") -> None:
         super().__init__(f"{status} {code}: {message}")
         self.status = status
         self.code = code
         self.message = message
         self.details = details
+        self.where = where  # "GET /api/v1/threads": the request this answers
 
 
 @dataclass(frozen=True)
@@ -136,7 +141,10 @@ class Client:
             raise _error_from(response)
         if not response.content:
             return None
-        return response.json()
+        try:
+            return response.json()
+        except ValueError:
+            raise _not_openbot(response) from None
 
     def _items(self, path: str, **params: Any) -> list[JSON]:
         body = self._request("GET", path, params=params)
@@ -251,9 +259,14 @@ class Client:
     def activity(self, **filters: Any) -> list[JSON]:
         return self._items("/activity", **filters)
 
-    def events(self, thread_id: str | None = None, since: int | None = None) -> Iterator[Event]:
-        """Tail ``/events`` until the connection ends. Reconnecting is the caller's job (pass the
-        last seen id as ``since``); heartbeats are swallowed."""
+    @contextmanager
+    def subscribe(self, thread_id: str | None = None, since: int | None = None) -> Iterator[Iterator[Event]]:
+        """Open ``/events`` and return once the server has subscribed the stream (its first bytes,
+        the ``: connected`` comment, have arrived): whatever happens after ``with`` is entered
+        reaches the iterator, live-only events (``activity.created``, ``text.delta``) included.
+
+        The iterator ends with the connection; reconnecting is the caller's job (pass the last seen
+        id as ``since``). Heartbeats are swallowed."""
         params: JSON = {}
         if thread_id:
             params["thread_id"] = thread_id
@@ -266,7 +279,29 @@ class Client:
             if response.status_code >= 400:
                 response.read()
                 raise _error_from(response)
-            yield from parse_sse(response.iter_lines())
+            if not response.headers.get("content-type", "").startswith("text/event-stream"):
+                response.read()
+                raise _not_openbot(response)
+            lines = response.iter_lines()
+            first = next(lines, None)
+            yield parse_sse(itertools.chain([] if first is None else [first], lines))
+
+    def events(self, thread_id: str | None = None, since: int | None = None) -> Iterator[Event]:
+        """Tail ``/events`` until the connection ends (``subscribe`` without the wait)."""
+        with self.subscribe(thread_id, since) as stream:
+            yield from stream
+
+
+def unknown_mentions(posted: JSON) -> list[str]:
+    """What to tell the sender about the post's ``@handles`` that name nobody (the answer's
+    ``unknown_mentions``, each with an optional ``suggestion``), one line each."""
+    lines = []
+    for item in posted.get("unknown_mentions") or []:
+        line = f"@{item.get('handle')} is not a member of this team"
+        if item.get("suggestion"):
+            line += f" — did you mean @{item['suggestion']}?"
+        lines.append(line)
+    return lines
 
 
 def parse_sse(lines: Iterator[str]) -> Iterator[Event]:
@@ -307,4 +342,16 @@ def _error_from(response: httpx.Response) -> ApiError:
         err = {}
     code = err.get("code") or ("unauthorized" if response.status_code == 401 else "http_error")
     message = err.get("message") or response.reason_phrase or "request failed"
-    return ApiError(response.status_code, code, message, err.get("details"))
+    if not err.get("code"):  # OpenBot always answers with {"error": {"code", "message"}}
+        message += " (not an OpenBot error: is this an OpenBot server?)"
+    return ApiError(response.status_code, code, message, err.get("details"), _where(response))
+
+
+def _not_openbot(response: httpx.Response) -> ApiError:
+    kind = response.headers.get("content-type", "").split(";")[0] or "no content type"
+    message = f"the answer is not OpenBot's JSON ({kind}): is this an OpenBot server?"
+    return ApiError(response.status_code, "not_openbot", message, where=_where(response))
+
+
+def _where(response: httpx.Response) -> str:
+    return f"{response.request.method} {response.request.url.path}"

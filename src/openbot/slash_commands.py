@@ -13,6 +13,7 @@ from rich.markup import escape
 
 from openbot.client import OPEN_STATUSES, ApiError, Run
 from openbot.tables import print_thread_table
+from openbot.thread_refs import ThreadRefError, resolve_thread
 
 if TYPE_CHECKING:
     from openbot.chat import Chat, ChatState
@@ -72,9 +73,10 @@ class Commands:
         self.state.listing = [t["id"] for t in threads]
 
     def switch(self, arg: str) -> None:
-        found = self.chat.resolve(arg) if arg else None
-        if found is None:
-            self.say(f"[red]No single thread matches {escape(arg)!r}.[/] Try /threads.")
+        try:
+            found = resolve_thread(self.api, arg, self.state.listing)
+        except ThreadRefError as error:
+            self.say(f"[red]{escape(str(error))}.[/] Try /threads.")
         else:
             self.chat.enter(found["id"], found.get("title") or "")
 

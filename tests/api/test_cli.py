@@ -4,24 +4,76 @@ from __future__ import annotations
 
 import asyncio
 
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from conftest import Team
 from openbot.cli import app
+from openbot.thread_refs import short_id
+
+
+async def invoke(*args: str, columns: int | None = None) -> Result:
+    env = {"COLUMNS": str(columns)} if columns else None
+    return await asyncio.to_thread(CliRunner().invoke, app, list(args), env=env)
 
 
 async def test_post_command_posts_and_reports_who_woke(server: str, team: Team) -> None:
     thread = await team.thread()
-    runner = CliRunner()
-    result = await asyncio.to_thread(
-        runner.invoke, app, ["post", thread, "@engineer from the terminal", "--server", server]
-    )
+    result = await invoke("post", thread, "@engineer from the terminal", "--server", server)
     assert result.exit_code == 0, result.output
     assert "woke @engineer" in result.output
     await team.idle()
     assert (await team.messages(thread))[0]["content"] == "@engineer from the terminal"
-    bad = await asyncio.to_thread(runner.invoke, app, ["post", "thr_missing", "hi", "--server", server])
-    assert bad.exit_code == 1 and "not_found" in bad.output
+    bad = await invoke("post", "thr_missing", "hi", "--server", server)
+    assert bad.exit_code == 1 and bad.stderr == "openbot: no thread matches 'thr_missing' " + (
+        "(give a number from `openbot threads`, an id, or title words)\n"
+    )
+
+
+async def test_post_takes_the_thread_references_of_switch(server: str, team: Team) -> None:
+    """A number from `openbot threads`, an id's start or the end the tables show, or the title."""
+    release = await team.thread("Ship the release")
+    await team.thread("Release notes")
+    newest = await team.thread("Flaky test")
+    listing = (await invoke("threads", "--server", server)).stdout
+    number = next(line.split()[0] for line in listing.splitlines() if "Ship the release" in line)
+    refs = {
+        number: release,
+        release[:-3]: release,
+        short_id(release): release,
+        "ship the RELEASE": release,
+        "flaky": newest,
+    }
+    for ref, thread in refs.items():
+        result = await invoke("post", ref, f"via {ref}", "--server", server)
+        assert result.exit_code == 0, (ref, result.output)
+        assert f"via {ref}" in [m["content"] for m in await team.messages(thread)]
+    ambiguous = await invoke("post", "release", "hi", "--server", server)
+    assert ambiguous.exit_code == 1
+    assert ambiguous.stderr.startswith("openbot: 'release' matches 2 threads (")
+
+
+async def test_tables_fit_80_columns(server: str, team: Team) -> None:
+    """Short ids, clipped titles: each thread and bot on one line, no line over 80 columns."""
+    long_title = "Prepare the quarterly release of every service and write the migration guide"
+    threads = [await team.thread(long_title, participants=["you", "engineer", "reviewer", "qa"])]
+    threads.append(await team.thread("Short one"))
+    await team.script(
+        "engineer", [{"match": ".", "reply": "ok"}], approval_tools=["todo_write", "shell", "http_fetch"]
+    )
+    await team.post(threads[0], "@engineer and a summary long enough to need more than one line " * 2)
+    await team.idle()
+    out = ""
+    for command in ("threads", "bots", "activity"):
+        out += (await invoke(command, "--server", server, columns=80)).stdout
+    too_long = [line for line in out.splitlines() if len(line) > 80]
+    assert not too_long, "\n".join(too_long)
+    lines = out.splitlines()
+    for thread in threads:
+        rows = [line for line in lines if short_id(thread) in line]
+        assert len(rows) == 1, rows
+    assert any(line.lstrip().startswith("1 ") and "Prepare the" in line for line in lines)
+    for handle in ("@chief_of_staff", "@engineer", "@reviewer", "@qa"):
+        assert sum(line.lstrip().startswith(handle + " ") for line in lines) == 1, handle
 
 
 def test_serve_refuses_a_public_bind_without_a_token() -> None:

@@ -100,7 +100,7 @@ def test_chat_lists_and_switches_threads(terminal, api: Client) -> None:  # type
     term.expect(r"Elsewhere thread")
     term.expect(r"@engineer: note left in the other thread")
     term.send("/switch no-such-thread-anywhere")
-    term.expect(r"No single thread matches")
+    term.expect(r"no thread matches 'no-such-thread-anywhere'")
     term.expect(r"› ")  # back at the prompt: Ctrl-D typed before readline reads it would be lost
     term.eof()
     assert term.wait_exit() == 0
@@ -144,7 +144,7 @@ def test_activity_follow_prints_new_rows(chat_argv, server, api: Client) -> None
 
     term = Terminal([chat_command(), "activity", "--follow", "--server", server.url], dict(os.environ))
     try:
-        term.expect("Following")
+        term.expect("Following")  # printed once the stream is subscribed: nothing after it is lost
         api.create_thread(title="Followed thread", participants=["you"])
         term.expect(r"thread\.created\s+.*Followed thread")
     finally:

@@ -1,0 +1,113 @@
+"""What ``openbot serve``, ``worker`` and ``db upgrade`` check before starting, so that a foreseeable
+mistake ends in one line and a non-zero exit instead of a traceback from deep inside start-up.
+
+- **One process per SQLite database.** ``serve`` holds an exclusive ``flock`` on a lock file beside
+  the database (``.openbot/openbot.db.lock`` by default) for its whole life. The kernel releases it
+  when the process ends, however it ends, so a killed server never blocks a restart; a second
+  server on the same data dir refuses to start and leaves the first untouched. PostgreSQL is
+  multi-process by design and takes no lock.
+- **The database URL** parses and names a backend OpenBot supports; on PostgreSQL the server
+  answers and the database exists (OpenBot creates tables, never databases).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+from pathlib import Path
+
+from sqlalchemy import create_engine, make_url
+from sqlalchemy.engine import URL
+from sqlalchemy.exc import ArgumentError, DBAPIError
+
+from openbot.config import Settings
+from openbot.store.db import normalise_url, sync_url
+
+CONNECT_TIMEOUT = 5  # seconds: an unreachable host is reported, not waited on
+
+
+class StartupError(Exception):
+    """Why this process cannot start, in one line for the operator."""
+
+
+_held: list[int] = []  # lock files held open for the life of the process
+
+
+def sqlite_path(settings: Settings) -> Path | None:
+    """The SQLite database file, or None on PostgreSQL (and for a URL ``check_database`` refuses)."""
+    try:
+        url = make_url(normalise_url(settings.resolved_database_url()))
+    except ArgumentError:
+        return None
+    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+        return None
+    return Path(url.database)
+
+
+def lock_database(settings: Settings) -> None:
+    """Take the process-wide lock on the SQLite database (nothing on PostgreSQL)."""
+    database = sqlite_path(settings)
+    if database is None:
+        return
+    database.parent.mkdir(parents=True, exist_ok=True)
+    lock = database.with_name(database.name + ".lock")
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)  # not inherited by child processes
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+        os.close(fd)
+        raise StartupError(
+            f"another OpenBot process (pid {holder}) is already serving {database}; SQLite is "
+            "one process per data dir: stop it, or use another --data-dir"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    _held.append(fd)
+
+
+def check_database(settings: Settings) -> None:
+    """Refuse a URL OpenBot cannot use, and a PostgreSQL server or database that is not there."""
+    raw = settings.resolved_database_url()
+    try:
+        url = make_url(normalise_url(raw))
+    except ArgumentError:
+        raise StartupError(
+            "OPENBOT_DATABASE_URL is not a database URL (expected postgresql+psycopg://user@host/db)"
+        ) from None
+    backend = url.get_backend_name()
+    if backend == "sqlite":
+        return
+    if backend != "postgresql":
+        raise StartupError(
+            f"OPENBOT_DATABASE_URL names {backend!r}: OpenBot runs on SQLite (leave it unset) or "
+            "PostgreSQL (postgresql+psycopg://user@host/db)"
+        )
+    _check_postgres(url, raw)
+
+
+def _check_postgres(url: URL, raw: str) -> None:
+    engine = create_engine(sync_url(raw), connect_args={"connect_timeout": CONNECT_TIMEOUT})
+    try:
+        with engine.connect():
+            return
+    except DBAPIError as error:
+        raise StartupError(_postgres_problem(url, str(error.orig))) from None
+    finally:
+        engine.dispose()
+
+
+def _postgres_problem(url: URL, text: str) -> str:
+    where = f"{url.host or 'localhost'}:{url.port or 5432}"
+    name = url.database or ""
+    if re.search(r'database "[^"]*" does not exist', text):
+        flags = f"-h {url.host} " if url.host else ""
+        flags += f"-p {url.port} " if url.port else ""
+        flags += f"-U {url.username} " if url.username else ""
+        return f'database "{name}" does not exist on {where} — create it first: createdb {flags}{name}'
+    if "Connection refused" in text or "timeout expired" in text or "resolve host" in text:
+        return f"cannot reach PostgreSQL at {where}: is it running, and is OPENBOT_DATABASE_URL right?"
+    fatal = re.search(r"FATAL:\s+(.*)", text)
+    detail = fatal.group(1) if fatal else text.strip().splitlines()[0]
+    return f"PostgreSQL at {where} refused the connection: {detail}"

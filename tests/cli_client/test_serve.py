@@ -1,0 +1,87 @@
+"""Start-up refusals of ``openbot serve`` / ``worker`` / ``db upgrade``: one line, non-zero exit,
+no traceback (issue #8). Real processes: the lock is held by a live server."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from sqlalchemy import make_url
+from typer.testing import CliRunner
+
+from conftest import PG_URL
+from live_server import OPENBOT, LiveServer, free_port
+from openbot.cli import app
+from openbot.client import Client
+from openbot.config import Settings
+from openbot.startup import lock_database
+
+COMMANDS = [["db", "upgrade"], ["worker"], ["serve", "--port", "0"]]
+
+
+def run(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("OPENBOT_")}
+    return subprocess.run(
+        [str(OPENBOT), *args], capture_output=True, text=True, env={**clean, **env}, cwd=cwd, timeout=120
+    )
+
+
+def test_a_second_server_on_one_data_dir_refuses_and_a_killed_one_restarts(tmp_path: Path) -> None:
+    first = LiveServer(tmp_path / "data").start()
+    try:
+        second = run(["serve", "--port", str(free_port()), "--data-dir", str(first.data_dir)], {}, tmp_path)
+        assert second.returncode == 2, second.stderr
+        assert second.stdout == ""
+        assert second.stderr == (
+            f"openbot: another OpenBot process (pid {first.proc.pid}) is already serving "  # type: ignore[union-attr]
+            f"{(first.data_dir / 'openbot.db').resolve()}; SQLite is one process per data dir: "
+            "stop it, or use another --data-dir\n"
+        )
+        with Client(first.url) as api:  # the first server is untouched
+            api.create_thread(title="Still served")
+        first.restart(kill=True)  # SIGKILL: the kernel releases the lock with the process
+        with Client(first.url) as api:
+            assert "Still served" in [t.get("title") for t in api.threads()]
+    finally:
+        first.stop()
+
+
+def test_postgresql_takes_no_lock(tmp_path: Path) -> None:
+    url = "postgresql+psycopg://postgres@127.0.0.1:5432/openbot"
+    lock_database(Settings(data_dir=tmp_path, database_url=url))
+    lock_database(Settings(data_dir=tmp_path, database_url=url))
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(not PG_URL, reason="needs a PostgreSQL server (OPENBOT_TEST_DATABASE_URL)")
+@pytest.mark.parametrize("args", COMMANDS, ids=" ".join)
+def test_a_missing_postgresql_database(args: list[str], tmp_path: Path) -> None:
+    server = make_url(PG_URL or "")
+    url = server.set(database="openbot_h1_no_such_db").render_as_string(hide_password=False)
+    done = run(args, {"OPENBOT_DATABASE_URL": url}, tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    where = f"{server.host}:{server.port or 5432}"
+    assert done.stderr.startswith(
+        f'openbot: database "openbot_h1_no_such_db" does not exist on {where} — create it first: createdb '
+    )
+    assert done.stderr.count("\n") == 1 and done.stderr.endswith(" openbot_h1_no_such_db\n")
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("postgresql+psycopg://postgres@127.0.0.1:{port}/openbot", "cannot reach PostgreSQL at 127.0.0.1:"),
+        ("not a url", "OPENBOT_DATABASE_URL is not a database URL"),
+        ("mysql://root@127.0.0.1/openbot", "OPENBOT_DATABASE_URL names 'mysql'"),
+    ],
+    ids=["unreachable", "unparsable", "unsupported"],
+)
+@pytest.mark.parametrize("args", COMMANDS, ids=" ".join)
+def test_a_bad_database_url(args: list[str], url: str, expected: str, tmp_path: Path) -> None:
+    env = {"OPENBOT_DATABASE_URL": url.format(port=free_port()), "OPENBOT_DATA_DIR": str(tmp_path)}
+    result = CliRunner().invoke(app, args, env=env)
+    assert result.exit_code == 2, result.output
+    assert isinstance(result.exception, SystemExit), result.exception
+    assert result.stderr.startswith("openbot: " + expected) and result.stderr.count("\n") == 1, result.stderr
