@@ -22,6 +22,14 @@ def _forbidden(response: httpx.Response) -> dict[str, Any]:
     return dict(body["error"])
 
 
+def _bad_host(response: httpx.Response) -> dict[str, Any]:
+    """A Host that is not allowed is a 400 (the HTTP contract), in the error envelope."""
+    assert response.status_code == 400, response.text
+    body = response.json()
+    assert set(body) == {"error"} and body["error"]["code"] == "invalid_argument" and body["error"]["message"]
+    return dict(body["error"])
+
+
 def _unauthorized(response: httpx.Response) -> None:
     assert response.status_code == 401, response.text
     assert response.json()["error"]["code"] == "unauthorized"
@@ -33,12 +41,12 @@ def _unauthorized(response: httpx.Response) -> None:
 @pytest.mark.parametrize(
     "host", ["evil.example", "attacker.example:8000", "localhost.evil.example", "127.0.0.1.nip.io", "a b"]
 )
-async def test_a_host_that_is_not_allowed_is_forbidden(client: httpx.AsyncClient, host: str) -> None:
-    error = _forbidden(await client.get("/api/v1/bots", headers={"Host": host}))
+async def test_a_host_that_is_not_allowed_is_refused(client: httpx.AsyncClient, host: str) -> None:
+    error = _bad_host(await client.get("/api/v1/bots", headers={"Host": host}))
     assert error["details"] == {"host": host}
-    _forbidden(await client.get("/", headers={"Host": host}))
-    _forbidden(await client.post("/api/v1/threads", json={"title": "x"}, headers={"Host": host}))
-    _forbidden(await client.patch("/api/v1/bots/engineer", json={"model": "x:y"}, headers={"Host": host}))
+    _bad_host(await client.get("/", headers={"Host": host}))
+    _bad_host(await client.post("/api/v1/threads", json={"title": "x"}, headers={"Host": host}))
+    _bad_host(await client.patch("/api/v1/bots/engineer", json={"model": "x:y"}, headers={"Host": host}))
     assert (await client.get("/api/v1/threads")).json()["items"] == []
     assert (await client.get("/api/v1/bots/engineer")).json()["model"] == "scripted"
 
@@ -68,8 +76,8 @@ async def test_configured_hosts_replace_the_default_and_star_allows_any(
     rt.settings.allowed_hosts = ["openbot.lan", "::1"]
     assert (await client.get("/api/v1/bots", headers={"Host": "OpenBot.lan:8443"})).status_code == 200
     assert (await client.get("/api/v1/bots", headers={"Host": "[::1]:80"})).status_code == 200
-    _forbidden(await client.get("/api/v1/bots", headers={"Host": "localhost:8000"}))
-    _forbidden(await client.get("/api/v1/bots", headers={"Host": "evil.example"}))
+    _bad_host(await client.get("/api/v1/bots", headers={"Host": "localhost:8000"}))
+    _bad_host(await client.get("/api/v1/bots", headers={"Host": "evil.example"}))
     rt.settings.allowed_hosts = ["*"]
     assert (await client.get("/api/v1/bots", headers={"Host": "evil.example"})).status_code == 200
 
@@ -79,8 +87,8 @@ async def test_a_real_server_refuses_a_rebound_host_name(server: str) -> None:
     async with httpx.AsyncClient(base_url=server, timeout=10) as c:
         assert (await c.get("/api/v1/bots")).status_code == 200  # Host: 127.0.0.1:PORT
         assert (await c.get("/api/v1/bots", headers={"Host": f"localhost:{port}"})).status_code == 200
-        _forbidden(await c.get("/api/v1/bots", headers={"Host": f"rebind.evil.example:{port}"}))
-        _forbidden(
+        _bad_host(await c.get("/api/v1/bots", headers={"Host": f"rebind.evil.example:{port}"}))
+        _bad_host(
             await c.post("/api/v1/threads", json={"title": "x"}, headers={"Host": "rebind.evil.example"})
         )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from fastapi import Depends, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
@@ -13,17 +14,22 @@ from fastapi.staticfiles import StaticFiles
 
 from openbot import __version__
 from openbot.api import errors
-from openbot.api.exposure import Exposure, require_token
+from openbot.api.exposure import PUBLIC_ENDPOINTS, QUERY_TOKEN_ENDPOINTS, Exposure, require_token
 from openbot.api.limits import BodyLimit
 from openbot.api.routes import observability, runs, team, threads
+from openbot.api.schemas import document
 from openbot.config import Settings
+from openbot.core.clock import Clock
 from openbot.runtime.engine import Runtime
 
 WEB = Path(__file__).resolve().parent.parent / "web"
 
 
-def create_app(settings: Settings | None = None, runtime: Runtime | None = None) -> FastAPI:
-    """Build the app. With ``runtime`` given, the caller owns its lifecycle (tests do this)."""
+def create_app(
+    settings: Settings | None = None, runtime: Runtime | None = None, *, clock: Clock | None = None
+) -> FastAPI:
+    """Build the app. With ``runtime`` given, the caller owns its lifecycle (tests do this);
+    otherwise the app's lifespan starts one on ``settings`` (and ``clock``, for tests)."""
     settings = settings or (runtime.settings if runtime else Settings())
 
     @asynccontextmanager
@@ -32,7 +38,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
             app.state.runtime = runtime
             yield
             return
-        async with Runtime(settings) as rt:
+        async with Runtime(settings, clock=clock) as rt:
             app.state.runtime = rt
             yield
 
@@ -50,6 +56,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     protected = [Depends(require_token)]
     for module in (observability, team, threads, runs):
         app.include_router(module.router, prefix="/api/v1", dependencies=protected)
+    _document(app)
 
     @app.get("/", include_in_schema=False, response_model=None)
     async def index() -> FileResponse | JSONResponse:
@@ -70,3 +77,17 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
         )
     app.add_middleware(Exposure, settings=settings)  # outermost: Host and Origin before anything else
     return app
+
+
+def _document(app: FastAPI) -> None:
+    """``/openapi.json`` with the token and the error envelope on every operation (``api.schemas``)."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            public = {app.url_path_for(endpoint.__name__) for endpoint in PUBLIC_ENDPOINTS}
+            by_query = {app.url_path_for(endpoint.__name__) for endpoint in QUERY_TOKEN_ENDPOINTS}
+            app.openapi_schema = document(generate(), public=public, query_token=by_query)
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

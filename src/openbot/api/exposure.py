@@ -107,9 +107,10 @@ def origin_allowed(origin: str, host: str | None, allowed: Iterable[str]) -> boo
 
 
 class Exposure:
-    """Refuse (403 ``forbidden``) a request addressed to a host that is not allowed, and a
-    cross-origin state-changing request from an origin that is not allowed. Reads ``settings`` on
-    every request (tests change them on a running app)."""
+    """Refuse a request addressed to a host that is not allowed (400 ``invalid_argument``, as the
+    HTTP contract says: the request is malformed for this server, not a matter of permission) and a
+    cross-origin state-changing request from an origin that is not allowed (403 ``forbidden``).
+    Reads ``settings`` on every request (tests change them on a running app)."""
 
     def __init__(self, app: ASGIApp, settings: Settings) -> None:
         self.app = app
@@ -123,24 +124,30 @@ class Exposure:
         host = headers.get("host")
         if host is not None and not host_allowed(host, self.settings.allowed_hosts, scope.get("server")):
             message = f"host {host!r} is not allowed here (OPENBOT_ALLOWED_HOSTS)"
-            await _refuse(scope, receive, send, message, {"host": host})
+            await _refuse(scope, receive, send, message, {"host": host}, ErrorCode.INVALID_ARGUMENT, 400)
             return
         origin = headers.get("origin")
         changes = scope["type"] == "websocket" or scope["method"] in UNSAFE_METHODS
         if changes and origin is not None and not origin_allowed(origin, host, self.settings.cors_origins):
             message = f"cross-origin requests from {origin!r} may not change anything (OPENBOT_CORS_ORIGINS)"
-            await _refuse(scope, receive, send, message, {"origin": origin})
+            await _refuse(scope, receive, send, message, {"origin": origin}, ErrorCode.FORBIDDEN, 403)
             return
         await self.app(scope, receive, send)
 
 
 async def _refuse(
-    scope: Scope, receive: Receive, send: Send, message: str, details: dict[str, object]
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    message: str,
+    details: dict[str, object],
+    code: ErrorCode,
+    status: int,
 ) -> None:
     if scope["type"] == "websocket":
         await send({"type": "websocket.close", "code": 1008, "reason": message[:120]})
         return
-    await envelope(ErrorCode.FORBIDDEN, message, details)(scope, receive, send)
+    await envelope(code, message, details, status=status)(scope, receive, send)
 
 
 def require_token(request: Request) -> None:

@@ -12,6 +12,7 @@ from sse_starlette import EventSourceResponse
 
 from openbot import PROTOCOL_VERSION, __version__
 from openbot.api.deps import RuntimeDep
+from openbot.api.schemas import ActivityList, Health, Info, Status
 from openbot.core.errors import InvalidArgument
 from openbot.core.json_limits import INT64_MAX
 from openbot.runtime.fanout import journal_item
@@ -20,22 +21,29 @@ from openbot.runtime.service.observe import ActivityFilter
 router = APIRouter()
 
 _JOURNAL_ID = re.compile(r"\s*[0-9]{1,19}\s*")  # ASCII digits only: str.isdigit() accepts "²"
+_STREAM: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "Server-Sent Events: `id:` (journal id), `event:` (type) and `data:` (JSON) per event;"
+        " `text.delta` has no id (live only); `reset` and `overflow` are described in docs/api.md",
+        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+    }
+}
 
 
 @router.get("")
 @router.get("/", include_in_schema=False)
-async def info() -> dict[str, Any]:
+async def info() -> Info:
     return {"name": "openbot", "version": __version__, "protocol_version": PROTOCOL_VERSION}
 
 
 @router.get("/health")
-async def health() -> dict[str, bool]:
+async def health() -> Health:
     return {"ok": True}
 
 
 @router.get("/status")
-async def status(rt: RuntimeDep) -> dict[str, Any]:
-    return dict(await rt.observer.status())
+async def status(rt: RuntimeDep) -> Status:
+    return await rt.observer.status()  # type: ignore[return-value]  # the same keys, closed
 
 
 @router.get("/activity")
@@ -48,12 +56,12 @@ async def activity(
     level: str | None = None,
     after_id: int | None = None,
     limit: int = Query(200, ge=1, le=2000),
-) -> dict[str, Any]:
+) -> ActivityList:
     where = ActivityFilter(thread_id, actor, run_id, event, level, after_id, limit)
     return {"items": await rt.observer.activity(where)}
 
 
-@router.get("/events")
+@router.get("/events", response_class=EventSourceResponse, responses=_STREAM)
 async def events(
     rt: RuntimeDep,
     thread_id: str | None = None,

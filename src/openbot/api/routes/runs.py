@@ -2,37 +2,37 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Query
 
 from openbot.api.deps import RuntimeDep
+from openbot.api.schemas import RunList, errors
 from openbot.runtime.commands import ResumeBody
+from openbot.runtime.views import RunDetail, RunView
 
 router = APIRouter()
 
 
-@router.get("/runs")
+@router.get("/runs", responses=errors(404))
 async def list_runs(
     rt: RuntimeDep,
     thread_id: str | None = None,
     bot: str | None = None,
     status: str | None = None,
     limit: int = Query(200, ge=1, le=2000),
-) -> dict[str, Any]:
+) -> RunList:
     return {"items": await rt.runs.list_runs(thread_id=thread_id, bot=bot, status=status, limit=limit)}
 
 
-@router.get("/runs/{run_id}")
-async def get_run(rt: RuntimeDep, run_id: str) -> dict[str, Any]:
-    return dict(await rt.runs.get(run_id))
+@router.get("/runs/{run_id}", responses=errors(404))
+async def get_run(rt: RuntimeDep, run_id: str) -> RunDetail:
+    return await rt.runs.get(run_id)
 
 
-@router.post("/runs/{run_id}/resume", status_code=202)
-async def resume(rt: RuntimeDep, run_id: str, body: ResumeBody) -> dict[str, Any]:
-    return dict(await rt.runs.resume(run_id, body))
+@router.post("/runs/{run_id}/resume", status_code=202, responses=errors(404, 409))
+async def resume(rt: RuntimeDep, run_id: str, body: ResumeBody) -> RunView:
+    return await rt.runs.resume(run_id, body)
 
 
-@router.post("/runs/{run_id}/cancel", status_code=202)
-async def cancel(rt: RuntimeDep, run_id: str) -> dict[str, Any]:
-    return dict(await rt.runs.cancel(run_id))
+@router.post("/runs/{run_id}/cancel", status_code=202, responses=errors(404, 409))
+async def cancel(rt: RuntimeDep, run_id: str) -> RunView:
+    return await rt.runs.cancel(run_id)

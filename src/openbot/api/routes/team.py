@@ -2,47 +2,47 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Response
 
 from openbot.api.deps import RuntimeDep
+from openbot.api.schemas import ActorList, BotList, errors
 from openbot.runtime.commands import ActorCreate, BotCreate, BotUpdate
+from openbot.runtime.views import ActorView, BotView
 
 router = APIRouter()
 
 
 @router.get("/bots")
-async def list_bots(rt: RuntimeDep) -> dict[str, Any]:
+async def list_bots(rt: RuntimeDep) -> BotList:
     return {"items": await rt.team.list_bots()}
 
 
-@router.post("/bots", status_code=201)
-async def create_bot(rt: RuntimeDep, body: BotCreate) -> dict[str, Any]:
-    return dict(await rt.team.create_bot(body))
+@router.post("/bots", status_code=201, responses=errors(409))
+async def create_bot(rt: RuntimeDep, body: BotCreate) -> BotView:
+    return await rt.team.create_bot(body)
 
 
-@router.get("/bots/{handle}")
-async def get_bot(rt: RuntimeDep, handle: str) -> dict[str, Any]:
-    return dict(await rt.team.get_bot(handle))
+@router.get("/bots/{handle}", responses=errors(404))
+async def get_bot(rt: RuntimeDep, handle: str) -> BotView:
+    return await rt.team.get_bot(handle)
 
 
-@router.patch("/bots/{handle}")
-async def update_bot(rt: RuntimeDep, handle: str, body: BotUpdate) -> dict[str, Any]:
-    return dict(await rt.team.update_bot(handle, body))
+@router.patch("/bots/{handle}", responses=errors(404))
+async def update_bot(rt: RuntimeDep, handle: str, body: BotUpdate) -> BotView:
+    return await rt.team.update_bot(handle, body)
 
 
-@router.delete("/bots/{handle}", status_code=204)
+@router.delete("/bots/{handle}", status_code=204, responses=errors(404, 409))
 async def delete_bot(rt: RuntimeDep, handle: str) -> Response:
     await rt.team.delete_bot(handle)
     return Response(status_code=204)
 
 
 @router.get("/actors")
-async def list_actors(rt: RuntimeDep) -> dict[str, Any]:
+async def list_actors(rt: RuntimeDep) -> ActorList:
     return {"items": await rt.team.list_actors()}
 
 
-@router.post("/actors", status_code=201)
-async def create_actor(rt: RuntimeDep, body: ActorCreate) -> dict[str, Any]:
-    return dict(await rt.team.create_actor(body))
+@router.post("/actors", status_code=201, responses=errors(409))
+async def create_actor(rt: RuntimeDep, body: ActorCreate) -> ActorView:
+    return await rt.team.create_actor(body)

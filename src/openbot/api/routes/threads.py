@@ -4,20 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Header, Query, Response
 
 from openbot.api.deps import RuntimeDep
+from openbot.api.schemas import Acked, ItemList, MessagePage, ThreadList, errors
 from openbot.runtime.commands import InboxAck, MessageCreate, ThreadCreate
+from openbot.runtime.views import ItemView, PostView, ThreadView
 
 router = APIRouter()
+_POSTED = {200: {"model": PostView, "description": "a retry with the same Idempotency-Key"}, **errors(404)}
 
 
-@router.post("/threads", status_code=201)
+@router.post("/threads", status_code=201, response_model=ThreadView)
 async def create_thread(rt: RuntimeDep, body: ThreadCreate) -> dict[str, Any]:
     return dict(await rt.threads.create(body))
 
 
-@router.get("/threads")
+@router.get("/threads", response_model=ThreadList)
 async def list_threads(
     rt: RuntimeDep,
     q: str | None = None,
@@ -27,19 +30,19 @@ async def list_threads(
     return {"items": await rt.threads.list_threads(q=q, actor=actor, limit=limit)}
 
 
-@router.get("/threads/{thread_id}")
+@router.get("/threads/{thread_id}", response_model=ThreadView, responses=errors(404))
 async def get_thread(rt: RuntimeDep, thread_id: str, actor: str = "you") -> dict[str, Any]:
     return dict(await rt.threads.get(thread_id, actor=actor))
 
 
-@router.delete("/threads/{thread_id}", status_code=204)
+@router.delete("/threads/{thread_id}", status_code=204, responses=errors(404))
 async def delete_thread(rt: RuntimeDep, thread_id: str) -> Response:
     """Delete a thread with everything in it; its open runs are cancelled first."""
     await rt.threads.delete(thread_id)
     return Response(status_code=204)
 
 
-@router.get("/threads/{thread_id}/messages")
+@router.get("/threads/{thread_id}/messages", response_model=MessagePage, responses=errors(404))
 async def list_messages(
     rt: RuntimeDep,
     thread_id: str,
@@ -58,13 +61,23 @@ async def list_messages(
     }
 
 
-@router.post("/threads/{thread_id}/messages", status_code=201)
-async def post_message(rt: RuntimeDep, thread_id: str, body: MessageCreate) -> dict[str, Any]:
-    result = await rt.threads.post(thread_id, body)
-    return {"message": result.view, "addressed": result.addressed, "held": result.held}
+@router.post("/threads/{thread_id}/messages", status_code=201, response_model=PostView, responses=_POSTED)
+async def post_message(
+    rt: RuntimeDep,
+    thread_id: str,
+    body: MessageCreate,
+    response: Response,
+    idempotency_key: str | None = Header(
+        None, alias="Idempotency-Key", description="a retry with the same key answers the first post (200)"
+    ),
+) -> dict[str, Any]:
+    posted = await rt.threads.post(thread_id, body, idempotency_key=idempotency_key)
+    if posted.replayed:
+        response.status_code = 200
+    return dict(posted.view)
 
 
-@router.get("/actors/{handle}/inbox")
+@router.get("/actors/{handle}/inbox", response_model=ItemList, responses=errors(404))
 async def inbox(
     rt: RuntimeDep,
     handle: str,
@@ -77,11 +90,11 @@ async def inbox(
     return {"items": items}
 
 
-@router.post("/inbox/{item_id}/ack")
+@router.post("/inbox/{item_id}/ack", response_model=ItemView, responses=errors(404))
 async def ack_item(rt: RuntimeDep, item_id: str) -> dict[str, Any]:
     return dict(await rt.threads.ack_item(item_id))
 
 
-@router.post("/inbox/ack")
+@router.post("/inbox/ack", response_model=Acked, responses=errors(404))
 async def ack_thread(rt: RuntimeDep, body: InboxAck) -> dict[str, Any]:
     return {"acked": await rt.threads.ack_thread(body)}
