@@ -7,7 +7,7 @@ bot, so no caller has to remember to wake anyone.
 
 from __future__ import annotations
 
-from sqlalchemy import Select, bindparam, func, select, update
+from sqlalchemy import BindParameter, Select, bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from openbot.core.errors import NotFound
@@ -49,7 +49,7 @@ async def enqueue(
     return item
 
 
-def queued_mail_count(actor_id: str, thread_id: str) -> Select[int]:
+def queued_mail_count(actor_id: str | BindParameter[str], thread_id: str | BindParameter[str]) -> Select[int]:
     """The number of message items queued for an actor in a thread, as a scalar select."""
     return (
         select(func.count())

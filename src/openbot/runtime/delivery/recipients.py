@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import and_, bindparam, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from openbot.core.mentions import suggest_handle
@@ -40,31 +40,36 @@ def ref(actor: Actor) -> ActorRef:
     return ActorRef(handle=actor.handle, kind=ActorKind(actor.kind), enabled=actor.enabled)
 
 
+# Built once (building costs more than SQLite takes to run it); a post binds its thread and names.
+_TP = ThreadParticipant
+_RECIPIENTS = (
+    select(Actor, _TP.actor_id)
+    .outerjoin(_TP, (_TP.actor_id == Actor.id) & (_TP.thread_id == bindparam("thread_id")))
+    .where(
+        or_(
+            _TP.actor_id.is_not(None),
+            and_(
+                Actor.deleted.is_(False),
+                or_(Actor.handle.in_(bindparam("named", expanding=True)), Actor.id == bindparam("default")),
+            ),
+        )
+    )
+    .order_by(_TP.joined_at, _TP.actor_id)
+)
+_WITH_MAIL = _RECIPIENTS.add_columns(
+    queued_mail_count(bindparam("mail_of"), bindparam("thread_id")).scalar_subquery()
+)
+
+
 async def load_recipients(
     session: AsyncSession, thread: Thread, handles: Iterable[str], *, mail_of: str | None = None
 ) -> Recipients:
     """The actors named by ``handles``, the thread's participants and default bot, and with
     ``mail_of`` that actor's queued mail in the thread."""
-    tp = ThreadParticipant
-    named = list(dict.fromkeys(handles))
-    stmt = select(Actor, tp.actor_id)
+    params = {"thread_id": thread.id, "named": list(dict.fromkeys(handles)), "default": thread.default_bot_id}
     if mail_of is not None:
-        stmt = stmt.add_columns(queued_mail_count(mail_of, thread.id).scalar_subquery())
-    rows = (
-        await session.execute(
-            stmt.outerjoin(tp, (tp.actor_id == Actor.id) & (tp.thread_id == thread.id))
-            .where(
-                or_(
-                    tp.actor_id.is_not(None),
-                    and_(
-                        Actor.deleted.is_(False),
-                        or_(Actor.handle.in_(named), Actor.id == thread.default_bot_id),
-                    ),
-                )
-            )
-            .order_by(tp.joined_at, tp.actor_id)
-        )
-    ).all()
+        params["mail_of"] = mail_of
+    rows = (await session.execute(_WITH_MAIL if mail_of is not None else _RECIPIENTS, params)).all()
     actors = {row[0].handle: row[0] for row in rows if not row[0].deleted}
     participant_ids = [row[0].id for row in rows if row[1] is not None]
     mail = int(cast(Any, rows[0])[2] or 0) if rows and mail_of is not None else None
