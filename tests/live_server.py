@@ -36,6 +36,22 @@ def max_overlap(intervals: list[tuple[datetime, datetime]]) -> int:
     return peak
 
 
+def held_node_names(database_url: str) -> set[str]:
+    """Node names held by live processes on this PostgreSQL database (``runtime.scheduler.node``
+    names the connection that holds each one's lock)."""
+    from sqlalchemy import create_engine, text
+
+    from openbot.store.db import sync_url
+
+    engine = create_engine(sync_url(database_url))
+    query = "SELECT application_name FROM pg_stat_activity WHERE application_name LIKE 'openbot node %'"
+    try:
+        with engine.begin() as conn:
+            return {row.removeprefix("openbot node ") for row in conn.execute(text(query)).scalars()}
+    finally:
+        engine.dispose()
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

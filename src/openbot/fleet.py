@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import logging
 import os
 import signal
@@ -26,6 +27,8 @@ from openbot.runtime.engine import Runtime
 from openbot.runtime.scheduler import node
 
 log = logging.getLogger(__name__)
+
+_PR_SET_PDEATHSIG = 1  # prctl(2): the signal a child gets when its parent dies
 
 
 class FleetError(Exception):
@@ -58,14 +61,32 @@ async def run_worker(settings: Settings) -> None:
 
 def spawn_workers(count: int, data_dir: str) -> list[subprocess.Popen[bytes]]:
     """Start ``count`` `openbot worker` processes with this process's environment, named
-    ``<node>-w1`` … after this process's configured node name."""
+    ``<node>-w1`` … after this process's configured node name. They never outlive this process.
+
+    uvicorn re-raises the SIGTERM it shut down on; SIGTERM then raises ``SystemExit`` here, so
+    the caller's clean-up (:func:`stop_workers`) runs instead of the process just vanishing. A
+    SIGKILLed parent takes its workers along (Linux), so a restart finds their names free.
+    """
     env = {**os.environ, "OPENBOT_DATA_DIR": data_dir, "OPENBOT_RUN_WORKERS": "1"}
     parent = node.configured_name(Settings(data_dir=Path(data_dir)))
     command = [sys.executable, "-m", "openbot.cli", "worker"]
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     return [
-        subprocess.Popen(command, env={**env, "OPENBOT_NODE_ID": node.worker_name(parent, i)})
+        subprocess.Popen(
+            command,
+            env={**env, "OPENBOT_NODE_ID": node.worker_name(parent, i)},
+            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+        )
         for i in range(1, count + 1)
     ]
+
+
+def _exit_on_sigterm(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _die_with_parent() -> None:
+    ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def stop_workers(workers: list[subprocess.Popen[bytes]], timeout: float) -> None:

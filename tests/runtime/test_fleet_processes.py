@@ -26,7 +26,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from conftest import PG_URL, reset_postgres
-from live_server import LiveServer, clean_env, max_overlap, wait_until
+from live_server import LiveServer, clean_env, held_node_names, max_overlap, wait_until
 from openbot.config import Settings
 from openbot.runtime.scheduler import node
 from openbot.store.db import sync_url
@@ -65,11 +65,12 @@ def workers(
     command = [str(OPENBOT), "worker", "--data-dir", str(tmp_path / "workers")]
     base = node.default_name(Settings(data_dir=tmp_path / "workers"))
     procs: list[subprocess.Popen[bytes]] = []
+    url = fleet_env["OPENBOT_DATABASE_URL"]
     try:
         for name in (base, f"{base}-2"):
             procs.append(subprocess.Popen(command, env=fleet_env, stdout=log, stderr=subprocess.STDOUT))
             try:
-                wait_until(lambda name=name: name in _held_names(), f"a worker to hold {name}", timeout=60)
+                wait_until(lambda name=name: name in held_node_names(url), f"{name} held", timeout=60)
             except AssertionError as exc:
                 raise AssertionError(f"{exc}:\n{path.read_text()}") from None
         yield procs
@@ -140,12 +141,6 @@ def _sql(query: str) -> set[str]:
             return set(conn.execute(text(query)).scalars())
     finally:
         engine.dispose()
-
-
-def _held_names() -> set[str]:
-    """Node names held by live processes (``scheduler.node`` names its lock's connection)."""
-    rows = _sql("SELECT application_name FROM pg_stat_activity WHERE application_name LIKE 'openbot node %'")
-    return {row.removeprefix("openbot node ") for row in rows}
 
 
 def _lease_owners() -> set[str]:

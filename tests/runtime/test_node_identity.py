@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from conftest import PG_URL, Boot, Team, reset_postgres
+from live_server import free_port, held_node_names, wait_until
 from openbot.config import Settings
 from openbot.core.clock import FakeClock
 from openbot.runtime.engine import Runtime
@@ -174,3 +175,24 @@ def test_a_worker_whose_name_is_held_exits_with_one_clear_line(tmp_path: Path) -
         "openbot worker: node id 'node-a' is held by another live process; "
         "every process needs its own OPENBOT_NODE_ID"
     )
+
+
+@pytest.mark.slow
+@on_postgres
+def test_serve_with_workers_names_them_after_its_node_and_stops_them(tmp_path: Path) -> None:
+    assert PG_URL is not None
+    asyncio.run(reset_postgres(PG_URL))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENBOT_")}
+    env.update(OPENBOT_FORBID_REAL_MODELS="1", OPENBOT_DATABASE_URL=PG_URL, OPENBOT_NODE_ID="eu-1")
+    openbot = str(Path(sys.executable).with_name("openbot"))
+    command = [openbot, "serve", "--port", str(free_port()), "--data-dir", str(tmp_path), "--workers", "2"]
+    serve = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        names = {"eu-1", "eu-1-w1", "eu-1-w2"}  # the API process, then its two workers
+        wait_until(lambda: names <= held_node_names(PG_URL), "the three names to be held", timeout=60)
+    finally:
+        serve.terminate()
+        serve.wait(timeout=30)
+    # SIGTERM stopped the workers too: nothing holds their names any more.
+    wait_until(lambda: not names & held_node_names(PG_URL), "the workers to stop with serve", timeout=30)
+
