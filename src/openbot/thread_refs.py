@@ -63,7 +63,9 @@ def resolve_thread(client: Client, ref: str, listing: Sequence[str] = ()) -> Thr
     if ambiguous:
         names = ", ".join(f"{short_id(t['id'])} {t.get('title') or 'Untitled'!r}" for t in ambiguous[:5])
         more = f" and {len(ambiguous) - 5} more" if len(ambiguous) > 5 else ""
-        raise ThreadRefError(f"{ref!r} matches {len(ambiguous)} threads ({names}{more}): say more")
+        raise ThreadRefError(
+            f"{ref!r} matches {len(ambiguous)} threads ({names}{more}): give more of the id or the title"
+        )
     raise ThreadRefError(
         f"no thread matches {ref!r} (give a number from `openbot threads`, an id, or title words)"
     )

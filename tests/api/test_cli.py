@@ -79,3 +79,10 @@ async def test_tables_fit_80_columns(server: str, team: Team) -> None:
 def test_serve_refuses_a_public_bind_without_a_token() -> None:
     result = CliRunner().invoke(app, ["serve", "--host", "0.0.0.0", "--port", "1"])
     assert result.exit_code == 2 and "OPENBOT_API_TOKEN" in result.output
+
+
+async def test_post_names_a_mention_of_nobody(server: str, team: Team) -> None:
+    thread = await team.thread("Typos")
+    result = await invoke("post", thread, "@enginer please look", "--server", server)
+    assert result.exit_code == 0, result.output
+    assert result.stderr == "@enginer is not a member of this team — did you mean @engineer?\n"

@@ -99,11 +99,20 @@ def test_chat_lists_and_switches_threads(terminal, api: Client) -> None:  # type
     term.send(f"/switch {other['id']}")
     term.expect(r"Elsewhere thread")
     term.expect(r"@engineer: note left in the other thread")
+    term.send("/switch terminal START")  # title words, as `openbot post` takes them
+    term.expect(r"Terminal start")
     term.send("/switch no-such-thread-anywhere")
     term.expect(r"no thread matches 'no-such-thread-anywhere'")
     term.expect(r"› ")  # back at the prompt: Ctrl-D typed before readline reads it would be lost
     term.eof()
     assert term.wait_exit() == 0
+
+
+def test_chat_names_a_mention_of_nobody(terminal) -> None:  # type: ignore[no-untyped-def]
+    term = terminal("--new", "Terminal typo")
+    term.expect("Created thread")
+    term.send("@enginer are you there?")
+    term.expect(r"@enginer is not a member of this team — did you mean @engineer\?")
 
 
 def test_chat_opens_an_existing_thread_with_history(terminal, api: Client) -> None:  # type: ignore[no-untyped-def]
