@@ -23,6 +23,8 @@ app = typer.Typer(
 )
 db_app = typer.Typer(help="Database commands.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
+token_app = typer.Typer(help="Actor tokens: bearer tokens that act as one actor.", no_args_is_help=True)
+app.add_typer(token_app, name="token")
 
 DEFAULT_SERVER = "http://127.0.0.1:8000"
 ServerOpt = Annotated[
@@ -175,7 +177,9 @@ def post(
         str, typer.Argument(help="Thread: id (or its start or end), number in `openbot threads`, or title.")
     ],
     text: Annotated[str, typer.Argument(help="Message text; @mentions wake bots.")],
-    sender: Annotated[str, typer.Option("--from", help="Sender handle.")] = "you",
+    sender: Annotated[
+        str | None, typer.Option("--from", help="Sender handle (default: the token's actor, or @you).")
+    ] = None,
     server: ServerOpt = DEFAULT_SERVER,
     token: TokenOpt = None,
 ) -> None:
@@ -256,3 +260,32 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+@token_app.command("issue")
+def token_issue(
+    handle: Annotated[str, typer.Argument(help="The actor the token acts as.")],
+    server: ServerOpt = DEFAULT_SERVER,
+    token: TokenOpt = None,
+) -> None:
+    """Issue a token that acts as HANDLE (printed once; needs the admin token when one is set)."""
+    from openbot.client import Client
+
+    with _reported(server), Client(server, token) as client:
+        issued = client.issue_token(handle)
+    typer.echo(issued["token"])
+    typer.echo(f"acts as @{handle}; shown once: store it now", err=True)
+
+
+@token_app.command("revoke")
+def token_revoke(
+    handle: Annotated[str, typer.Argument(help="The actor whose tokens are revoked.")],
+    server: ServerOpt = DEFAULT_SERVER,
+    token: TokenOpt = None,
+) -> None:
+    """Revoke every token of HANDLE."""
+    from openbot.client import Client
+
+    with _reported(server), Client(server, token) as client:
+        client.revoke_tokens(handle)
+    typer.echo(f"revoked every token of @{handle}")

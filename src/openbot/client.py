@@ -235,6 +235,14 @@ class Client:
             body["to"] = to
         return cast(JSON, self._request("POST", f"/threads/{thread_id}/messages", json=body))
 
+    # -- actor tokens -----------------------------------------------------------------------
+
+    def issue_token(self, handle: str) -> JSON:
+        return cast(JSON, self._request("POST", f"/actors/{handle}/tokens"))
+
+    def revoke_tokens(self, handle: str) -> None:
+        self._request("DELETE", f"/actors/{handle}/tokens")
+
     # -- runs -------------------------------------------------------------------------------
 
     def runs(

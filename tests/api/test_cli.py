@@ -86,3 +86,27 @@ async def test_post_names_a_mention_of_nobody(server: str, team: Team) -> None:
     result = await invoke("post", thread, "@enginer please look", "--server", server)
     assert result.exit_code == 0, result.output
     assert result.stderr == "@enginer is not a member of this team — did you mean @engineer?\n"
+
+
+async def test_token_commands_issue_a_token_that_posts_as_its_actor_and_revoke_it(
+    server: str, team: Team, client: object
+) -> None:
+    import httpx
+
+    assert isinstance(client, httpx.AsyncClient)
+    assert (await client.post("/api/v1/actors", json={"handle": "alice", "kind": "human"})).status_code == 201
+    issued = await invoke("token", "issue", "alice", "--server", server)
+    assert issued.exit_code == 0, issued.output
+    token = issued.stdout.strip()
+    assert token.startswith("obt_") and "shown once" in issued.stderr
+    thread = await team.thread()
+    posted = await invoke("post", thread, "hello as alice", "--server", server, "--token", token)
+    assert posted.exit_code == 0, posted.output
+    first = (await team.messages(thread))[0]
+    assert (first["content"], first["sender"]["handle"]) == ("hello as alice", "alice")
+    refused = await invoke("post", thread, "as you", "--from", "you", "--server", server, "--token", token)
+    assert refused.exit_code == 1 and "403 forbidden" in refused.stderr
+    revoked = await invoke("token", "revoke", "alice", "--server", server)
+    assert revoked.exit_code == 0, revoked.output
+    after = await invoke("post", thread, "after revoking", "--server", server, "--token", token)
+    assert after.exit_code == 1 and "401 unauthorized" in after.stderr

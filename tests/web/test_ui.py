@@ -298,7 +298,7 @@ def test_activity_filters_and_live_tail(page: Page, server: LiveServer, api: Cli
     thread = thread_with(api, "Activity thread")
     open_app(page, server, "/activity")
     expect(page.locator(".activity-table tbody tr").first).to_be_visible()
-    page.get_by_label("Thread").select_option(thread)
+    page.get_by_label("Thread", exact=True).select_option(thread)
     expect(page).to_have_url(re.compile(f"thread_id={thread}"))
     cells = page.locator(".activity-table tbody tr[data-id] td:nth-child(6)")
     wait_until(

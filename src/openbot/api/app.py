@@ -14,9 +14,10 @@ from fastapi.staticfiles import StaticFiles
 
 from openbot import __version__
 from openbot.api import errors
-from openbot.api.exposure import PUBLIC_ENDPOINTS, QUERY_TOKEN_ENDPOINTS, Exposure, require_token
+from openbot.api.exposure import PUBLIC_ENDPOINTS, QUERY_TOKEN_ENDPOINTS, Exposure
 from openbot.api.limits import BodyLimit
-from openbot.api.routes import observability, runs, team, threads
+from openbot.api.principal import authenticate
+from openbot.api.routes import observability, runs, team, threads, tokens
 from openbot.api.schemas import document
 from openbot.config import Settings
 from openbot.core.clock import Clock
@@ -53,8 +54,8 @@ def create_app(
     if runtime is not None:
         app.state.runtime = runtime
     errors.install(app)
-    protected = [Depends(require_token)]
-    for module in (observability, team, threads, runs):
+    protected = [Depends(authenticate)]
+    for module in (observability, team, threads, runs, tokens):
         app.include_router(module.router, prefix="/api/v1", dependencies=protected)
     _document(app)
 

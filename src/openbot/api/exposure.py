@@ -12,20 +12,18 @@
 
 from __future__ import annotations
 
-import hmac
 import ipaddress
 import re
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
-from fastapi import Request
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from openbot.api.errors import envelope
 from openbot.api.routes import observability
 from openbot.config import Settings
-from openbot.core.errors import ErrorCode, Unauthorized
+from openbot.core.errors import ErrorCode
 
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # Routes by endpoint: a route's path in the scope is not prefixed alike in every FastAPI version.
@@ -148,26 +146,3 @@ async def _refuse(
         await send({"type": "websocket.close", "code": 1008, "reason": message[:120]})
         return
     await envelope(code, message, details, status=status)(scope, receive, send)
-
-
-def require_token(request: Request) -> None:
-    """The route dependency: with ``OPENBOT_API_TOKEN`` set, a request must carry it."""
-    token = request.app.state.runtime.settings.api_token
-    if not token:
-        return
-    endpoint = request.scope.get("endpoint")
-    if endpoint in PUBLIC_ENDPOINTS:
-        return
-    scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() == "bearer" and credentials.strip():
-        given = credentials.strip().encode("latin-1")  # the header's bytes as they came
-    elif endpoint in QUERY_TOKEN_ENDPOINTS:
-        given = request.query_params.get("token", "").encode()
-    else:
-        given = b""
-    # Bytes: compare_digest refuses str with non-ASCII characters (a TypeError, not a 401).
-    if not given or not hmac.compare_digest(given, token.encode()):
-        message = "a valid bearer token is required (Authorization: Bearer <token>)"
-        if "token" in request.query_params and endpoint not in QUERY_TOKEN_ENDPOINTS:
-            message += "; ?token= is accepted only on /api/v1/events"
-        raise Unauthorized(message)

@@ -290,3 +290,17 @@ def _public_interrupt(interrupt: dict[str, Any] | None) -> dict[str, Any] | None
     if interrupt is None:
         return None
     return {k: v for k, v in interrupt.items() if k != "interrupt_ids"}
+
+
+class TokenIssued(TypedDict):
+    """A new actor token: the only time the token itself is shown."""
+
+    token: str
+    actor: str
+
+
+class WhoAmI(TypedDict):
+    """Who a request acts as: an actor token's actor, or the admin (``actor`` null)."""
+
+    actor: str | None
+    admin: bool

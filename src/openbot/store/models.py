@@ -230,6 +230,17 @@ class IdempotencyKey(Base):
     __table_args__ = (Index("ix_idempotency_created", "created_at"),)
 
 
+class ActorToken(Base):
+    """A bearer token that acts as one actor. Only its SHA-256 is stored; the token is shown once."""
+
+    __tablename__ = "actor_tokens"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    actor_id: Mapped[str] = mapped_column(ForeignKey("actors.id", ondelete="CASCADE"), index=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime]
+
+
 class TodoList(Base):
     __tablename__ = "thread_todo_lists"
 

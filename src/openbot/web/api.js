@@ -132,6 +132,7 @@ const enc = encodeURIComponent;
 export const api = {
   info: () => request("GET", ""),
   status: () => request("GET", "/status"),
+  whoami: () => request("GET", "/whoami"),
 
   bots: () => request("GET", "/bots").then((r) => r.items),
   bot: (handle) => request("GET", `/bots/${enc(handle)}`),

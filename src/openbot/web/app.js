@@ -101,7 +101,7 @@ live.on("status", ({ state }) => {
 
 const actorSelect = document.getElementById("actor-select");
 function renderActors() {
-  const humans = store.humans();
+  const humans = store.pinned ? store.humans().filter((a) => a.handle === store.pinned) : store.humans();
   clear(actorSelect);
   for (const actor of humans) {
     actorSelect.appendChild(h("option", { value: actor.handle, selected: actor.handle === store.actor }, `@${actor.handle}`));

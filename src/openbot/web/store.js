@@ -13,6 +13,7 @@ class Store {
     this.threads = new Map();
     this.listeners = new Map();
     this.actor = localStorage.getItem(ACTOR_KEY) || "you";
+    this.pinned = null; // the actor an actor token acts as (the page may not act as anyone else)
     this.loaded = null;
   }
 
@@ -26,7 +27,17 @@ class Store {
     for (const fn of [...(this.listeners.get(topic) || [])]) fn(data);
   }
 
+  async refreshWho() {
+    const who = await api.whoami().catch(() => ({ actor: null, admin: true }));
+    this.pinned = who.actor || null;
+    if (this.pinned && this.actor !== this.pinned) {
+      this.actor = this.pinned;
+      this.notify("actor", this.actor);
+    }
+  }
+
   setActor(handle) {
+    if (this.pinned) return;
     this.actor = handle;
     localStorage.setItem(ACTOR_KEY, handle);
     this.notify("actor", handle);
@@ -44,7 +55,10 @@ class Store {
 
   load() {
     if (!this.loaded) {
-      this.loaded = Promise.all([this.refreshActors(), this.refreshBots(), this.refreshThreads()]);
+      // An actor token acts as its actor only: the page acts as that actor, and cannot switch.
+      this.loaded = this.refreshWho().then(() =>
+        Promise.all([this.refreshActors(), this.refreshBots(), this.refreshThreads()]),
+      );
       live.on("bot.updated", (bot) => this.putBot(bot));
       live.on("thread.updated", (thread) => this.putThread(thread));
       live.on("inbox.updated", (data) => {

@@ -324,6 +324,7 @@ class ThreadView {
   async ack() {
     if (document.visibilityState !== "visible" || this.disposed) return;
     try {
+      await store.load(); // who we act as is known once the store has loaded (an actor token)
       await api.ackThread(store.actor, this.threadId);
     } catch {
       /* read state is best effort */

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Query
 
 from openbot.api.deps import RuntimeDep
+from openbot.api.principal import PrincipalDep
 from openbot.api.schemas import RunList, errors
 from openbot.runtime.commands import ResumeBody
 from openbot.runtime.views import RunDetail, RunView
@@ -28,9 +29,10 @@ async def get_run(rt: RuntimeDep, run_id: str) -> RunDetail:
     return await rt.runs.get(run_id)
 
 
-@router.post("/runs/{run_id}/resume", status_code=202, responses=errors(404, 409))
-async def resume(rt: RuntimeDep, run_id: str, body: ResumeBody) -> RunView:
-    return await rt.runs.resume(run_id, body)
+@router.post("/runs/{run_id}/resume", status_code=202, responses=errors(403, 404, 409))
+async def resume(rt: RuntimeDep, principal: PrincipalDep, run_id: str, body: ResumeBody) -> RunView:
+    """Answer as the caller: an actor token answers only a question that reached it (403)."""
+    return await rt.runs.resume(run_id, body, principal)
 
 
 @router.post("/runs/{run_id}/cancel", status_code=202, responses=errors(404, 409))

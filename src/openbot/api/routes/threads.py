@@ -7,12 +7,16 @@ from typing import Any
 from fastapi import APIRouter, Header, Query, Response
 
 from openbot.api.deps import RuntimeDep
+from openbot.api.principal import PrincipalDep
 from openbot.api.schemas import Acked, ItemList, MessagePage, ThreadList, errors
 from openbot.runtime.commands import InboxAck, MessageCreate, ThreadCreate
 from openbot.runtime.views import ItemView, PostView, ThreadView
 
 router = APIRouter()
-_POSTED = {200: {"model": PostView, "description": "a retry with the same Idempotency-Key"}, **errors(404)}
+_POSTED = {
+    200: {"model": PostView, "description": "a retry with the same Idempotency-Key"},
+    **errors(403, 404),
+}
 
 
 @router.post("/threads", status_code=201, response_model=ThreadView)
@@ -64,6 +68,7 @@ async def list_messages(
 @router.post("/threads/{thread_id}/messages", status_code=201, response_model=PostView, responses=_POSTED)
 async def post_message(
     rt: RuntimeDep,
+    principal: PrincipalDep,
     thread_id: str,
     body: MessageCreate,
     response: Response,
@@ -71,30 +76,36 @@ async def post_message(
         None, alias="Idempotency-Key", description="a retry with the same key answers the first post (200)"
     ),
 ) -> dict[str, Any]:
+    named = body.from_ if "from_" in body.model_fields_set else None
+    body = body.model_copy(update={"from_": principal.speaker(named)})
     posted = await rt.threads.post(thread_id, body, idempotency_key=idempotency_key)
     if posted.replayed:
         response.status_code = 200
     return dict(posted.view)
 
 
-@router.get("/actors/{handle}/inbox", response_model=ItemList, responses=errors(404))
+@router.get("/actors/{handle}/inbox", response_model=ItemList, responses=errors(403, 404))
 async def inbox(
     rt: RuntimeDep,
+    principal: PrincipalDep,
     handle: str,
     status: str | None = None,
     kind: str | None = None,
     thread_id: str | None = None,
     limit: int = Query(500, ge=1, le=5000),
 ) -> dict[str, Any]:
+    principal.speaker(handle)  # an actor token reads its own mailbox only
     items = await rt.threads.inbox(handle, status=status, kind=kind, thread_id=thread_id, limit=limit)
     return {"items": items}
 
 
-@router.post("/inbox/{item_id}/ack", response_model=ItemView, responses=errors(404))
-async def ack_item(rt: RuntimeDep, item_id: str) -> dict[str, Any]:
-    return dict(await rt.threads.ack_item(item_id))
+@router.post("/inbox/{item_id}/ack", response_model=ItemView, responses=errors(403, 404))
+async def ack_item(rt: RuntimeDep, principal: PrincipalDep, item_id: str) -> dict[str, Any]:
+    return dict(await rt.threads.ack_item(item_id, owner=principal.actor))
 
 
-@router.post("/inbox/ack", response_model=Acked, responses=errors(404))
-async def ack_thread(rt: RuntimeDep, body: InboxAck) -> dict[str, Any]:
+@router.post("/inbox/ack", response_model=Acked, responses=errors(403, 404))
+async def ack_thread(rt: RuntimeDep, principal: PrincipalDep, body: InboxAck) -> dict[str, Any]:
+    named = body.actor if "actor" in body.model_fields_set else None
+    body = body.model_copy(update={"actor": principal.speaker(named)})
     return {"acked": await rt.threads.ack_thread(body)}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from sqlalchemy import BindParameter, Select, bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from openbot.core.errors import NotFound
+from openbot.core.errors import Forbidden, NotFound
 from openbot.core.ids import new_id
 from openbot.core.scheduling import ItemKind
 from openbot.core.states import ItemStatus, check
@@ -79,12 +79,15 @@ _HAS_MAIL = (
 )
 
 
-async def ack_item(session: AsyncSession, item_id: str) -> ItemView:
-    """A human marks one item read. Bots' items are theirs to settle: acking one changes nothing."""
+async def ack_item(session: AsyncSession, item_id: str, *, owner: str | None = None) -> ItemView:
+    """A human marks one item read. Bots' items are theirs to settle: acking one changes nothing.
+    With ``owner`` (an actor token's handle) only that actor's own items may be acked."""
     item = await session.get(InboxItem, item_id)
     if item is None:
         raise NotFound(f"inbox item {item_id} not found")
     actor = await session.get(Actor, item.actor_id)
+    if owner is not None and (actor is None or actor.handle != owner):
+        raise Forbidden(f"inbox item {item_id} is not @{owner}'s", {"item_id": item_id, "actor": owner})
     if item.status == ItemStatus.QUEUED and actor is not None and actor.kind != "bot":
         item.status = check(ItemStatus, item.status, ItemStatus.DONE)
         item.updated_at = now(session)

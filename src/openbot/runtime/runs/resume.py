@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from openbot.core.errors import Conflict, InvalidArgument, NotFound
+from openbot.core.errors import Conflict, Forbidden, InvalidArgument, NotFound
 from openbot.core.scheduling import ItemKind
 from openbot.core.states import OPEN_ITEMS, ItemStatus, RunStatus, check
 from openbot.runtime.commands import ResumeBody
@@ -57,12 +57,21 @@ def _decision(index: int, decision: dict[str, Any], action: dict[str, Any]) -> d
     raise InvalidArgument(f"decision {index}: type must be approve, edit or reject", {"index": index})
 
 
-async def request_resume(session: AsyncSession, run_id: str, body: ResumeBody) -> tuple[Run, Actor]:
+async def request_resume(
+    session: AsyncSession, run_id: str, body: ResumeBody, answerer: Actor, *, asked_only: bool = False
+) -> tuple[Run, Actor]:
+    """Record ``answerer``'s answer and wake the bot. With ``asked_only`` (an actor token), only an
+    actor whose mailbox got the question may answer it."""
     run = await session.get(Run, run_id)
     if run is None:
         raise NotFound(f"run {run_id} not found", {"run_id": run_id})
     if run.status != RunStatus.WAITING_HUMAN or run.interrupt is None:
         raise Conflict(f"run {run_id} is {run.status}, not waiting_human", {"status": run.status})
+    if asked_only and not await _was_asked(session, run.id, answerer.id):
+        raise Forbidden(
+            f"run {run_id}'s question did not reach @{answerer.handle}",
+            {"run_id": run_id, "actor": answerer.handle},
+        )
     value = resume_value(run.interrupt, body)
     bot = await session.get(Actor, run.bot_id)
     if bot is None:
@@ -85,16 +94,27 @@ async def request_resume(session: AsyncSession, run_id: str, body: ResumeBody) -
         )
         .values(status=check(ItemStatus, ItemStatus.QUEUED, ItemStatus.DONE), updated_at=now(session))
     )
-    await add_run_event(session, run, "resumed", {"value": value})
+    await add_run_event(session, run, "resumed", {"value": value, "answered_by": answerer.handle})
     await enqueue(session, bot, run.thread_id, kind=ItemKind.RESUME, run_id=run.id)
     log_run(
         session,
         "run.resume_requested",
-        f"a human answered @{bot.handle}",
+        f"@{answerer.handle} answered @{bot.handle}",
         run,
         bot,
+        detail={"answered_by": answerer.handle},
     )
     return run, bot
+
+
+async def _was_asked(session: AsyncSession, run_id: str, actor_id: str) -> bool:
+    """Whether the run's question reached this actor's mailbox (whatever became of the item)."""
+    found = await session.scalar(
+        select(InboxItem.id).where(
+            InboxItem.run_id == run_id, InboxItem.kind == ItemKind.QUESTION, InboxItem.actor_id == actor_id
+        )
+    )
+    return found is not None
 
 
 async def resume_payload(session: AsyncSession, run_id: str) -> Any:

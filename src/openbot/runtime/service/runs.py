@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from sqlalchemy import select
 
-from openbot.core.errors import NotFound
+from openbot.core.errors import InvalidArgument, NotFound
+from openbot.runtime.access import ADMIN, Principal
 from openbot.runtime.commands import ResumeBody
 from openbot.runtime.delivery.post import Delivery
 from openbot.runtime.runs.ending import cancel
@@ -51,10 +52,15 @@ class RunService:
             events = await s.scalars(select(RunEvent).where(RunEvent.run_id == run_id).order_by(RunEvent.seq))
             return {**run_view(run, handle), "events": [run_event_view(e, run.thread_id) for e in events]}
 
-    async def resume(self, run_id: str, command: ResumeBody) -> RunView:
-        """Answer a waiting run; its bot is woken when the answer commits."""
+    async def resume(self, run_id: str, command: ResumeBody, principal: Principal = ADMIN) -> RunView:
+        """Answer a waiting run as the principal (or whom the admin names); the bot wakes at commit."""
+        speaker = principal.speaker(command.from_)
         async with self.db.transaction() as s:
-            run, bot = await request_resume(s, run_id, command)
+            try:
+                answerer = await get_actor(s, speaker)
+            except NotFound as exc:
+                raise InvalidArgument(f"unknown actor @{speaker}", {"field": "from"}) from exc
+            run, bot = await request_resume(s, run_id, command, answerer, asked_only=not principal.admin)
         return run_view(run, bot.handle)
 
     async def cancel(self, run_id: str) -> RunView:

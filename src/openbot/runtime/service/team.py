@@ -8,10 +8,10 @@ from sqlalchemy import func, select
 
 from openbot.config import Settings
 from openbot.core.states import ACTIVE_RUNS, ItemStatus, RunStatus
-from openbot.runtime import team
+from openbot.runtime import access, team
 from openbot.runtime.commands import ActorCreate, BotCreate, BotUpdate
 from openbot.runtime.scheduler.system import ActorSystem
-from openbot.runtime.views import ActorView, BotState, BotView, actor_view, bot_view
+from openbot.runtime.views import ActorView, BotState, BotView, TokenIssued, actor_view, bot_view
 from openbot.store.db import Database
 from openbot.store.models import Actor, BotProfile, ExternalProfile, InboxItem, Run
 
@@ -107,3 +107,21 @@ class TeamService:
             elif state["waiting_threads"]:
                 state["status"] = RunStatus.WAITING_HUMAN
         return states
+
+    async def issue_token(self, handle: str) -> TokenIssued:
+        """A new bearer token that acts as ``handle`` (shown once: only its digest is stored)."""
+        async with self.db.transaction() as s:
+            actor = await team.get_actor(s, handle)
+            token = await access.issue_token(s, actor)
+        return {"token": token, "actor": handle}
+
+    async def revoke_tokens(self, handle: str) -> int:
+        """Revoke every token of ``handle``; returns how many there were."""
+        async with self.db.transaction() as s:
+            return await access.revoke_tokens(s, await team.get_actor(s, handle))
+
+    async def principal_of(self, token: str) -> access.Principal | None:
+        """Who an actor token acts as, or None when it is not a live actor's token."""
+        async with self.db.read() as s:
+            handle = await access.actor_of_token(s, token)
+        return access.Principal(handle) if handle else None

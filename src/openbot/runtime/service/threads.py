@@ -118,9 +118,9 @@ class ThreadService:
                 s, actor, status=status, kind=kind, thread_id=thread_id, limit=limit
             )
 
-    async def ack_item(self, item_id: str) -> ItemView:
+    async def ack_item(self, item_id: str, *, owner: str | None = None) -> ItemView:
         async with self.db.transaction() as s:
-            return await inbox.ack_item(s, item_id)
+            return await inbox.ack_item(s, item_id, owner=owner)
 
     async def ack_thread(self, command: InboxAck) -> int:
         async with self.db.transaction() as s:
