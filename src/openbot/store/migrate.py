@@ -19,5 +19,6 @@ def alembic_config(url: str) -> Config:
     return cfg
 
 
-def upgrade(url: str, revision: str = "head") -> None:
+def upgrade(url: str, revision: str = "heads") -> None:
+    """Every head: features may add their tables on branches of their own (merged later)."""
     command.upgrade(alembic_config(url), revision)
