@@ -11,6 +11,7 @@ from sqlalchemy import (
     Boolean,
     CheckConstraint,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -296,6 +297,64 @@ class Setting(Base):
     value: Mapped[dict[str, Any]] = mapped_column(default=dict)
 
 
+class Memory(Base):
+    """One durable memory of one bot (DESIGN §8). Bot-scoped: ``thread_id`` is null for bot-level
+    knowledge; a memory confined to one thread is never injected (invariant 10).
+
+    The lexical index lives beside the row and is kept by the database, not by Python: on SQLite
+    the FTS5 table ``memories_fts`` (external content, synced by triggers, migration 0006); on
+    PostgreSQL a generated ``search`` tsvector column with a GIN index. Neither is mapped here.
+    """
+
+    __tablename__ = "memories"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    bot_id: Mapped[str] = mapped_column(ForeignKey("actors.id", ondelete="CASCADE"))
+    content: Mapped[str] = mapped_column(Text)
+    segment: Mapped[str] = mapped_column(String(16), default="knowledge")
+    tier: Mapped[str] = mapped_column(String(16), default="long")
+    importance: Mapped[float] = mapped_column(Float, default=0.5)
+    access_count: Mapped[int] = mapped_column(Integer, default=0)
+    last_accessed_at: Mapped[datetime]
+    lifecycle: Mapped[str] = mapped_column(String(16), default="active")
+    supersedes: Mapped[str | None] = mapped_column(String(40))  # the memory this one replaced
+    source: Mapped[str] = mapped_column(String(16), default="human")
+    thread_id: Mapped[str | None] = mapped_column(String(40))  # scope: null = bot-level knowledge
+    origin_thread_id: Mapped[str | None] = mapped_column(String(40))  # where it was learned
+    origin_run_id: Mapped[str | None] = mapped_column(String(40))
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+    __table_args__ = (
+        CheckConstraint(
+            "segment in ('identity', 'preference', 'correction', 'relationship', 'project', "
+            "'knowledge', 'context')",
+            name="ck_memory_segment",
+        ),
+        CheckConstraint("tier in ('short', 'long', 'permanent')", name="ck_memory_tier"),
+        CheckConstraint("lifecycle in ('active', 'archived')", name="ck_memory_lifecycle"),
+        CheckConstraint(
+            "source in ('tool', 'reflection', 'human', 'consolidation')", name="ck_memory_source"
+        ),
+        CheckConstraint("importance >= 0 AND importance <= 1", name="ck_memory_importance"),
+        Index("ix_memories_bot", "bot_id", "lifecycle", "id"),
+    )
+
+
+class PreparedContext(Base):
+    """What a run's first model call saw (``GET /runs/{id}/context``), recorded at prepare time."""
+
+    __tablename__ = "run_contexts"
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    system: Mapped[str] = mapped_column(Text)
+    messages: Mapped[list[Any]] = mapped_column(default=list)
+    memories: Mapped[list[Any]] = mapped_column(default=list)
+    scoped: Mapped[bool] = mapped_column(Boolean, default=False)
+    omitted: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime]
+
+
 __all__ = [
     "ActivityLog",
     "Actor",
@@ -306,7 +365,9 @@ __all__ = [
     "HeldHandoff",
     "IdempotencyKey",
     "InboxItem",
+    "Memory",
     "Message",
+    "PreparedContext",
     "Run",
     "RunEvent",
     "Setting",
