@@ -21,6 +21,7 @@ from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.orm import Session
 
+from openbot.store.memory_index import Fts5Index, LexicalIndex, TsvectorIndex
 from openbot.store.models import Actor, Base, Thread
 
 S = TypeVar("S", bound=Select[*tuple[Any, ...]])
@@ -39,6 +40,8 @@ class Dialect:
     name = "sqlite"
     #: Whether other processes may be working on the same database (leases can be taken over).
     shared = False
+    #: How memories are ranked by relevance (``store.memory_index``).
+    memory_index: LexicalIndex = Fts5Index()
 
     def engine_options(self, url: str, *, writer: bool) -> dict[str, Any]:
         """Statements run inline on the event loop (``store.inline_sqlite``); one writer connection."""
@@ -108,6 +111,7 @@ class Dialect:
 class PostgresDialect(Dialect):
     name = "postgresql"
     shared = True
+    memory_index: LexicalIndex = TsvectorIndex()
 
     def engine_options(self, url: str, *, writer: bool) -> dict[str, Any]:
         return {"pool_size": 10, "max_overflow": 20, "pool_pre_ping": True}

@@ -1,0 +1,1 @@
+"""Bots' durable memory: the store every write path uses, and what injection reads."""

@@ -1,0 +1,320 @@
+"""Bots' memories: every write path goes through here (DESIGN §8).
+
+The tools, the API, reflection and consolidation create, update, archive and delete memories with
+these functions, inside the caller's transaction; each writes its ``memory.*`` activity row in
+that same transaction, so the Activity view shows every change and nothing half-done. Fields are
+checked here (``core.memory``), once for every caller: bad input raises ``InvalidArgument`` before
+anything is written.
+
+Relevance comes from the database's lexical index (``Dialect.memory_index``); :func:`relevant` is
+the hot-path read (one statement, built once) and :func:`touch` the batched access bump.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Select, bindparam, select
+from sqlalchemy import update as sql_update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from openbot.core import memory as rules
+from openbot.core.ids import new_id
+from openbot.store.db import dialect, now
+from openbot.store.journal import log_activity
+from openbot.store.memory_index import LexicalIndex
+from openbot.store.models import Memory
+
+
+@dataclass(frozen=True)
+class BotRef:
+    """The bot a memory belongs to (its handle labels the activity rows)."""
+
+    id: str
+    handle: str
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A memory that matched a text, with its relevance score (higher is more relevant)."""
+
+    id: str
+    content: str
+    score: float
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a memory was written from (provenance only: memories are bot-scoped)."""
+
+    source: str = "human"
+    thread_id: str | None = None
+    run_id: str | None = None
+
+
+async def create(
+    session: AsyncSession,
+    bot: BotRef,
+    content: str,
+    *,
+    segment: str = rules.DEFAULT_SEGMENT,
+    tier: str = rules.DEFAULT_TIER,
+    importance: float = rules.DEFAULT_IMPORTANCE,
+    origin: Origin = Origin(),
+    supersedes: str | None = None,
+    created_at: datetime | None = None,
+    last_accessed_at: datetime | None = None,
+    reason: str | None = None,
+) -> Memory:
+    """A new active memory (``created_at``/``last_accessed_at`` are for imports)."""
+    stamp = now(session)
+    memory = Memory(
+        id=new_id("mem"),
+        bot_id=bot.id,
+        content=rules.check_content(content),
+        segment=rules.check_choice("segment", segment, rules.SEGMENTS),
+        tier=rules.check_choice("tier", tier, rules.TIERS),
+        importance=rules.check_importance(importance),
+        access_count=0,
+        lifecycle="active",
+        supersedes=supersedes,
+        source=rules.check_choice("source", origin.source, rules.SOURCES),
+        origin_thread_id=origin.thread_id,
+        origin_run_id=origin.run_id,
+        created_at=created_at or stamp,
+        last_accessed_at=last_accessed_at or created_at or stamp,
+        updated_at=stamp,
+    )
+    session.add(memory)
+    _log(
+        session,
+        "memory.created",
+        f"@{bot.handle} remembered: {_short(memory.content)}",
+        bot,
+        memory,
+        origin,
+        reason=reason,
+    )
+    return memory
+
+
+async def get(session: AsyncSession, bot_id: str, memory_id: str) -> Memory | None:
+    """The bot's memory with this id (another bot's memory is not found)."""
+    memory = await session.get(Memory, memory_id)
+    return memory if memory is not None and memory.bot_id == bot_id else None
+
+
+async def update(
+    session: AsyncSession,
+    bot: BotRef,
+    memory: Memory,
+    *,
+    content: str | None = None,
+    segment: str | None = None,
+    tier: str | None = None,
+    importance: float | None = None,
+    lifecycle: str | None = None,
+    origin: Origin = Origin(),
+    reason: str | None = None,
+) -> Memory:
+    """Change the given fields (all checked before any is set)."""
+    changes: dict[str, Any] = {}
+    if content is not None:
+        changes["content"] = rules.check_content(content)
+    if segment is not None:
+        changes["segment"] = rules.check_choice("segment", segment, rules.SEGMENTS)
+    if tier is not None:
+        changes["tier"] = rules.check_choice("tier", tier, rules.TIERS)
+    if importance is not None:
+        changes["importance"] = rules.check_importance(importance)
+    if lifecycle is not None:
+        changes["lifecycle"] = rules.check_choice("lifecycle", lifecycle, rules.LIFECYCLES)
+    for key, value in changes.items():
+        setattr(memory, key, value)
+    memory.updated_at = now(session)
+    _log(
+        session,
+        "memory.updated",
+        f"@{bot.handle} updated a memory: {_short(memory.content)}",
+        bot,
+        memory,
+        origin,
+        reason=reason,
+        changed=sorted(changes),
+    )
+    return memory
+
+
+async def archive(
+    session: AsyncSession,
+    bot: BotRef,
+    memory: Memory,
+    *,
+    origin: Origin = Origin(),
+    reason: str | None = None,
+) -> Memory:
+    """Keep the memory but stop using it (never injected, not searched by default)."""
+    memory.lifecycle = "archived"
+    memory.updated_at = now(session)
+    _log(
+        session,
+        "memory.archived",
+        f"@{bot.handle} archived a memory: {_short(memory.content)}",
+        bot,
+        memory,
+        origin,
+        reason=reason,
+    )
+    return memory
+
+
+async def delete(
+    session: AsyncSession,
+    bot: BotRef,
+    memory: Memory,
+    *,
+    origin: Origin = Origin(),
+    reason: str | None = None,
+    event: str = "memory.deleted",
+) -> None:
+    """Delete the memory (``event="memory.pruned"`` when decay removes it)."""
+    await session.delete(memory)
+    verb = "pruned" if event == "memory.pruned" else "forgot"
+    _log(
+        session,
+        event,
+        f"@{bot.handle} {verb} a memory: {_short(memory.content)}",
+        bot,
+        memory,
+        origin,
+        reason=reason,
+    )
+
+
+async def search(
+    session: AsyncSession,
+    bot_id: str,
+    text: str,
+    *,
+    limit: int = rules.INJECTED,
+    segment: str | None = None,
+    tier: str | None = None,
+    lifecycle: str | None = "active",
+) -> list[tuple[Memory, float]]:
+    """The bot's memories most relevant to ``text``, best first (``lifecycle=None``: any)."""
+    index = dialect(session).memory_index
+    terms = rules.query_terms(text)
+    if not terms:
+        return []
+    stmt = _filtered(index.ranked(Memory), segment=segment, tier=tier, lifecycle=lifecycle)
+    rows = await session.execute(stmt, {"bot_id": bot_id, "query": index.query(terms), "limit": limit})
+    return [(memory, float(score)) for memory, score in rows]
+
+
+async def listing(
+    session: AsyncSession,
+    bot_id: str,
+    *,
+    limit: int = 100,
+    segment: str | None = None,
+    tier: str | None = None,
+    lifecycle: str | None = "active",
+) -> list[Memory]:
+    """The bot's memories, newest first."""
+    stmt = select(Memory).where(Memory.bot_id == bot_id).order_by(Memory.id.desc()).limit(limit)
+    return list(await session.scalars(_filtered(stmt, segment=segment, tier=tier, lifecycle=lifecycle)))
+
+
+def _filtered(
+    stmt: Select[Any], *, segment: str | None, tier: str | None, lifecycle: str | None
+) -> Select[Any]:
+    if segment is not None:
+        stmt = stmt.where(Memory.segment == rules.check_choice("segment", segment, rules.SEGMENTS))
+    if tier is not None:
+        stmt = stmt.where(Memory.tier == rules.check_choice("tier", tier, rules.TIERS))
+    if lifecycle is not None:
+        stmt = stmt.where(Memory.lifecycle == rules.check_choice("lifecycle", lifecycle, rules.LIFECYCLES))
+    return stmt
+
+
+# The hot path: injection at prepare time reads with one statement per index, built once.
+_RELEVANT: dict[int, Select[Any]] = {}
+
+
+def _relevant_statement(index: LexicalIndex) -> Select[Any]:
+    stmt = _RELEVANT.get(id(index))
+    if stmt is None:
+        stmt = _RELEVANT[id(index)] = index.ranked(Memory.id, Memory.content).where(
+            Memory.lifecycle == "active", Memory.thread_id.is_(None)
+        )
+    return stmt
+
+
+async def relevant(session: AsyncSession, bot_id: str, text: str, limit: int = rules.INJECTED) -> list[Hit]:
+    """The bot's active, bot-level memories most relevant to ``text`` (none when nothing matches)."""
+    terms = rules.query_terms(text)
+    if not terms:
+        return []
+    index = dialect(session).memory_index
+    rows = await session.execute(
+        _relevant_statement(index), {"bot_id": bot_id, "query": index.query(terms), "limit": limit}
+    )
+    return [Hit(id_, content, float(score)) for id_, content, score in rows]
+
+
+_TOUCH = (
+    sql_update(Memory)
+    .where(Memory.id.in_(bindparam("ids", expanding=True)))
+    .values(
+        access_count=Memory.access_count + 1,
+        last_accessed_at=bindparam("stamp", type_=Memory.updated_at.type),
+    )
+    .execution_options(synchronize_session=False)
+)
+
+
+async def touch(session: AsyncSession, memory_ids: Sequence[str]) -> None:
+    """Count one use of each memory (injected or found), in one statement."""
+    if memory_ids:
+        await session.execute(_TOUCH, {"ids": list(memory_ids), "stamp": now(session)})
+
+
+def _log(
+    session: AsyncSession,
+    event: str,
+    summary: str,
+    bot: BotRef,
+    memory: Memory,
+    origin: Origin,
+    *,
+    reason: str | None,
+    changed: list[str] | None = None,
+) -> None:
+    detail: dict[str, Any] = {
+        "memory_id": memory.id,
+        "content": memory.content,
+        "segment": memory.segment,
+        "tier": memory.tier,
+        "source": origin.source,
+    }
+    if reason:
+        detail["reason"] = reason
+    if changed is not None:
+        detail["changed"] = changed
+    log_activity(
+        session,
+        event,
+        summary,
+        actor_id=bot.id,
+        actor_handle=bot.handle,
+        thread_id=origin.thread_id,
+        run_id=origin.run_id,
+        detail=detail,
+    )
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
