@@ -24,6 +24,7 @@ from langchain.agents.middleware import (
 )
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import SystemMessage
+from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
@@ -72,7 +73,7 @@ class AgentCache:
         middleware: list[Any] = [
             _RunScoped(),
             ModelCallLimitMiddleware(run_limit=limit, exit_behavior="end"),
-            ContextEditingMiddleware(edits=[ClearToolUsesEdit(trigger=self.settings.context_trigger_tokens)]),
+            _ContextEditing(edits=[ClearToolUsesEdit(trigger=self.settings.context_trigger_tokens)]),
             ModelRetryMiddleware(
                 max_retries=2, retry_on=_retryable, on_failure="error", initial_delay=1.0, max_delay=20.0
             ),
@@ -81,6 +82,19 @@ class AgentCache:
             allowed: InterruptOnConfig = {"allowed_decisions": ["approve", "edit", "reject"]}
             middleware.insert(1, HumanInTheLoopMiddleware(interrupt_on={name: allowed for name in approvals}))
         return middleware
+
+
+class _ContextEditing(ContextEditingMiddleware[Any]):
+    """LangChain's context editing, which deep-copies the whole context on every model call to
+    decide whether to edit it. Below every edit's trigger (by the same approximate count it uses)
+    no edit applies, so the call goes straight through without the copy."""
+
+    async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+        lowest = min((getattr(edit, "trigger", 0) for edit in self.edits), default=0)
+        approximate = self.token_count_method == "approximate"
+        if approximate and count_tokens_approximately(request.messages) <= lowest:
+            return await handler(request)
+        return await super().awrap_model_call(request, handler)
 
 
 class _RunScoped(AgentMiddleware[Any, RunContext]):

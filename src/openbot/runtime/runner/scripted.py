@@ -207,6 +207,10 @@ class ScriptedChatModel(BaseChatModel):
     delay_ms: int = Field(default=0, ge=0)
     """Fixed simulated latency added to every model call."""
 
+    def __repr__(self) -> str:
+        # LangChain's callbacks put repr(model) into every model-start event: keep it cheap.
+        return f"ScriptedChatModel(handle={self.handle!r}, rules={len(self.script)})"
+
     @model_validator(mode="after")
     def _check_script(self) -> ScriptedChatModel:
         problems = validate_script(self.script)
