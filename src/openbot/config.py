@@ -38,6 +38,14 @@ class Settings(BaseSettings):
     heartbeat_seconds: float = Field(15.0, gt=0, validation_alias=_env("SSE_HEARTBEAT_SECONDS"))
     journal_retention_days: float = Field(7.0, gt=0, validation_alias=_env("JOURNAL_RETENTION_DAYS"))
     drain_seconds: float = Field(10.0, ge=0, validation_alias=_env("DRAIN_SECONDS"))
+    # Memory relevance by embeddings ("provider:model"): not implemented yet. When set, /status
+    # and the start-up log say it is not used; memories are ranked by the lexical index.
+    embeddings: str | None = Field(None, validation_alias=_env("EMBEDDINGS"))
+    # Automations: the scheduler wakes at the next due time, and at least this often.
+    scheduler_poll_seconds: float = Field(1.0, gt=0, validation_alias=_env("SCHEDULER_POLL_SECONDS"))
+    # A run still running this long after it started is reaped (failed with a notice): the
+    # heartbeat for stuck runs whose lease keeps being renewed (runtime.scheduler.reaper).
+    run_time_limit_seconds: float = Field(900.0, gt=0, validation_alias=_env("RUN_TIME_LIMIT_SECONDS"))
     # This process's name as a run lease owner (DESIGN §6): stable across restarts, so a restarted
     # process takes its own runs back at once. Unset: derived from the host name and the data dir
     # (runtime.scheduler.node); one live process per name.

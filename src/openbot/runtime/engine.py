@@ -14,6 +14,7 @@ from openbot.runtime.bus import Bus
 from openbot.runtime.delivery.post import Delivery
 from openbot.runtime.runner.runner import Runner
 from openbot.runtime.scheduler.system import ActorSystem
+from openbot.runtime.service.automations import AutomationService
 from openbot.runtime.service.observe import Observer
 from openbot.runtime.service.runs import RunService
 from openbot.runtime.service.team import TeamService
@@ -42,6 +43,7 @@ class Runtime:
         self.db.journal_listeners.append(self._journal_committed)
         self.db.activity_listeners.append(self._activity_committed)
         self.delivery = Delivery(max_hops=settings.max_bot_hops)
+        self.automations = AutomationService(self.db, self.delivery, settings.scheduler_poll_seconds)
         self._stack = AsyncExitStack()
         self._task: asyncio.Task[None] | None = None
         self.system: ActorSystem
@@ -82,6 +84,7 @@ class Runtime:
             finally:
                 await self._stack.aclose()
                 await self.db.dispose()
+        await self._stack.enter_async_context(self.automations.running())
         return self
 
     async def __aexit__(self, *exc: Any) -> None:

@@ -1,0 +1,1 @@
+"""Automations: scheduled posts with durable occurrences (cron maths in ``core.cron``)."""

@@ -1,0 +1,74 @@
+"""The automations routes: create, read, change, run now, occurrences, delete; refusals are 422
+with a stable ``details.reason`` and write nothing."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from conftest import Team
+from openbot.core.clock import FakeClock
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        ({"cron": "61 * * * *"}, "bad_cron"),
+        ({"cron": "* * * * * *"}, "bad_cron"),
+        ({"cron": "0 9 * * *", "timezone": "Mars/Olympus"}, "bad_timezone"),
+        ({"cron": "0 9 * * *", "bot": "nobody"}, "unknown_bot"),
+        ({"cron": "0 9 * * *", "bot": "you"}, "unknown_bot"),
+        ({"cron": "0 9 * * *", "thread_id": "thr_missing"}, "unknown_thread"),
+        ({"at": "2025-12-31T23:59:00Z"}, "at_in_past"),
+        ({"at": "next tuesday"}, "bad_at"),
+        ({}, "schedule"),
+        ({"cron": "0 9 * * *", "at": "2026-02-01T00:00:00Z"}, "schedule"),
+        ({"cron": "0 9 * * *", "content": "  "}, "empty_content"),
+    ],
+)
+async def test_a_bad_automation_is_refused_and_nothing_is_written(
+    client: httpx.AsyncClient, body: dict[str, str], reason: str
+) -> None:
+    sent = {"bot": "engineer", "content": "hi", **body}
+    answer = await client.post("/api/v1/automations", json=sent)
+    assert answer.status_code == 422, answer.text
+    error = answer.json()["error"]
+    assert error["code"] == "invalid_argument" and error["details"]["reason"] == reason
+    assert (await client.get("/api/v1/automations")).json() == {"items": []}
+
+
+async def test_automation_routes_round_trip(client: httpx.AsyncClient, team: Team, clock: FakeClock) -> None:
+    thread = await team.thread("ops")
+    body = {"bot": "reviewer", "content": "@reviewer weekly review", "cron": "0 9 * * 1", "thread_id": thread}
+    made = (await client.post("/api/v1/automations", json=body)).json()
+    assert made["owner"] == "you" and made["bot"] == "reviewer" and made["catch_up"] == "once"
+    assert made["next_run_at"] == "2026-01-05T09:00:00+00:00" and made["last_run_at"] is None
+    assert (await client.get(f"/api/v1/automations/{made['id']}")).json() == made
+    assert [a["id"] for a in (await client.get("/api/v1/automations?bot=reviewer")).json()["items"]] == [
+        made["id"]
+    ]
+    assert (await client.get("/api/v1/automations?bot=qa")).json()["items"] == []
+
+    off = (await client.patch(f"/api/v1/automations/{made['id']}", json={"enabled": False})).json()
+    assert off["enabled"] is False and off["next_run_at"] is None
+    on = await client.patch(f"/api/v1/automations/{made['id']}", json={"enabled": True, "cron": "30 8 * * *"})
+    assert on.json()["next_run_at"] == "2026-01-01T08:30:00+00:00"
+    bad = await client.patch(f"/api/v1/automations/{made['id']}", json={"timezone": "Nowhere/City"})
+    assert bad.status_code == 422 and bad.json()["error"]["details"]["reason"] == "bad_timezone"
+    assert (await client.get(f"/api/v1/automations/{made['id']}")).json()["timezone"] == "UTC"
+
+    ran = await client.post(f"/api/v1/automations/{made['id']}/run")
+    assert ran.status_code == 201, ran.text
+    occurrence = ran.json()
+    assert occurrence["status"] == "fired" and occurrence["thread_id"] == thread
+    again = await client.post(f"/api/v1/automations/{made['id']}/run")  # the same instant: once
+    assert again.status_code == 409
+    listed = (await client.get(f"/api/v1/automations/{made['id']}/occurrences")).json()["items"]
+    assert listed == [occurrence]
+    [message] = [m for m in await team.messages(thread) if m["metadata"].get("kind") == "automation"]
+    assert message["id"] == occurrence["message_id"] and message["sender"]["handle"] == "you"
+    assert message["metadata"]["automation_id"] == made["id"]
+
+    assert (await client.delete(f"/api/v1/automations/{made['id']}")).status_code == 204
+    assert (await client.get(f"/api/v1/automations/{made['id']}")).status_code == 404
+    assert (await client.post(f"/api/v1/automations/{made['id']}/run")).status_code == 404
