@@ -38,6 +38,16 @@ class Settings(BaseSettings):
     heartbeat_seconds: float = Field(15.0, gt=0, validation_alias=_env("SSE_HEARTBEAT_SECONDS"))
     journal_retention_days: float = Field(7.0, gt=0, validation_alias=_env("JOURNAL_RETENTION_DAYS"))
     drain_seconds: float = Field(10.0, ge=0, validation_alias=_env("DRAIN_SECONDS"))
+    # Memory upkeep (runtime.memory.upkeep): seconds of quiet after a bot's last completed run in
+    # a thread before it reflects on them (a burst reflects once), and how often decay and
+    # consolidation run on their own (also on demand: POST /bots/{handle}/memories/maintain|consolidate).
+    memory_reflection_delay: float = Field(30.0, ge=0, validation_alias=_env("MEMORY_REFLECTION_DELAY"))
+    memory_maintenance_interval: float = Field(
+        3600.0, gt=0, validation_alias=_env("MEMORY_MAINTENANCE_INTERVAL")
+    )
+    memory_consolidation_interval: float = Field(
+        86_400.0, gt=0, validation_alias=_env("MEMORY_CONSOLIDATION_INTERVAL")
+    )
     # Memory relevance by embeddings ("provider:model"): not implemented yet. When set, /status
     # and the start-up log say it is not used; memories are ranked by the lexical index.
     embeddings: str | None = Field(None, validation_alias=_env("EMBEDDINGS"))

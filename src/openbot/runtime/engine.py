@@ -12,6 +12,7 @@ from openbot.config import Settings
 from openbot.core.clock import Clock
 from openbot.runtime.bus import Bus
 from openbot.runtime.delivery.post import Delivery
+from openbot.runtime.memory.upkeep import MemoryUpkeep
 from openbot.runtime.runner.runner import Runner
 from openbot.runtime.scheduler.system import ActorSystem
 from openbot.runtime.service.automations import AutomationService
@@ -43,6 +44,7 @@ class Runtime:
         self.db.journal_listeners.append(self._journal_committed)
         self.db.activity_listeners.append(self._activity_committed)
         self.delivery = Delivery(max_hops=settings.max_bot_hops)
+        self.upkeep = MemoryUpkeep(self.db, settings)  # reflection, decay, consolidation
         self.automations = AutomationService(self.db, self.delivery, settings.scheduler_poll_seconds)
         self._stack = AsyncExitStack()
         self._task: asyncio.Task[None] | None = None
@@ -85,6 +87,8 @@ class Runtime:
                 await self._stack.aclose()
                 await self.db.dispose()
         await self._stack.enter_async_context(self.automations.running())
+        if self.settings.run_workers:
+            await self._stack.enter_async_context(self.upkeep.running())
         return self
 
     async def __aexit__(self, *exc: Any) -> None:

@@ -403,6 +403,25 @@ class AutomationOccurrence(Base):
     )
 
 
+class PendingReflection(Base):
+    """A reflection owed for a (bot, thread): written in the finish transaction of each completed run
+    (one upsert that moves ``last_run_at`` on: the debounce), deleted when the reflection is done.
+    It is the durable half of the timer, so a crash or restart loses nothing (invariant 12)."""
+
+    __tablename__ = "pending_reflections"
+
+    bot_id: Mapped[str] = mapped_column(ForeignKey("actors.id", ondelete="CASCADE"), primary_key=True)
+    thread_id: Mapped[str] = mapped_column(ForeignKey("threads.id", ondelete="CASCADE"), primary_key=True)
+    from_message_id: Mapped[str | None] = mapped_column(String(40))  # the oldest trigger not reflected on
+    runs: Mapped[int] = mapped_column(Integer, default=1)
+    last_run_at: Mapped[datetime]  # due once MEMORY_REFLECTION_DELAY has passed since
+    lease_until: Mapped[datetime | None]  # a process is reflecting on it until then
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime]
+
+    __table_args__ = (Index("ix_pending_reflections_last_run", "last_run_at"),)
+
+
 __all__ = [
     "ActivityLog",
     "Actor",
@@ -417,6 +436,7 @@ __all__ = [
     "InboxItem",
     "Memory",
     "Message",
+    "PendingReflection",
     "PreparedContext",
     "Run",
     "RunEvent",

@@ -21,6 +21,7 @@ from openbot.runtime import notices
 from openbot.runtime.delivery.holds import release_holds
 from openbot.runtime.delivery.inbox import enqueue
 from openbot.runtime.delivery.post import Delivery
+from openbot.runtime.memory import pending
 from openbot.runtime.runs.claim import Claim
 from openbot.runtime.runs.events import add_run_event, fenced, journal_run, log_run, move
 from openbot.store.db import now
@@ -127,6 +128,8 @@ async def _complete(
     move(run, RunStatus.COMPLETED)
     run.finished_at = now(session)
     await settle(session, items, ItemStatus.DONE, run.finished_at)
+    # Owe a reflection (one upsert, nothing when the bot's memory is off): the durable debounce.
+    await pending.schedule(session, bot.id, thread.id, next(iter(run.trigger_message_ids), None))
     if reply:
         result = await delivery.post(session, thread, reply, sender=bot, hop=run.hop + 1, run_id=run.id)
         await add_run_event(session, run, "message", {"message_id": result.message.id})

@@ -1,0 +1,129 @@
+"""Memory upkeep: the loop that reflects, decays and consolidates, and the on-demand doors to it
+(DESIGN §8).
+
+Every ``poll_seconds`` on the runtime's clock one pass (:meth:`MemoryUpkeep.step`):
+
+- reflects on every due pending reflection (``memory.reflection``);
+- every ``MEMORY_MAINTENANCE_INTERVAL`` (default hourly) runs decay for every bot with memory;
+- every ``MEMORY_CONSOLIDATION_INTERVAL`` (default daily) consolidates every bot with memory.
+
+When maintenance and consolidation last ran is kept in the ``settings`` table (``memory_upkeep``),
+taken under a row lock before running, so a restart does not postpone them and two processes on
+one PostgreSQL database do not both run them. The loop has its own task (the runtime owns it) and
+never holds up runs: reflection is not part of any run. ``maintain`` and ``consolidate`` are the
+API's ``POST /bots/{handle}/memories/maintain|consolidate``. Tests call :meth:`step` after moving
+a fake clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import datetime, timedelta
+
+from sqlalchemy import select
+
+from openbot.config import Settings
+from openbot.runtime.memory import consolidation, decay, store
+from openbot.runtime.memory.consolidation import DecisionView
+from openbot.runtime.memory.decay import MaintainView
+from openbot.runtime.memory.reflection import Reflector
+from openbot.runtime.team import get_bot
+from openbot.store.db import Database, dialect, now
+from openbot.store.models import Actor, BotProfile, Setting
+
+log = logging.getLogger(__name__)
+
+_KEY = "memory_upkeep"
+
+
+class MemoryUpkeep:
+    def __init__(self, db: Database, settings: Settings) -> None:
+        self.db = db
+        self.clock = db.clock
+        self.settings = settings
+        self.reflector = Reflector(db, settings)
+        self._one_at_a_time = asyncio.Lock()  # the loop's pass and a test's never overlap
+
+    # ── on demand ────────────────────────────────────────────────────────────────────────────
+    async def maintain(self, handle: str) -> MaintainView:
+        """Decay the bot's memories now (raises NotFound for an unknown bot)."""
+        async with self.db.transaction() as s:
+            bot, _profile = await get_bot(s, handle)
+            return await decay.maintain(s, store.BotRef(bot.id, bot.handle))
+
+    async def consolidate(self, handle: str) -> list[DecisionView]:
+        """Consolidate the bot's memories now; the decisions, as carried out."""
+        async with self.db.read() as s:
+            bot, profile = await get_bot(s, handle)
+            memories = await consolidation.active(s, bot.id)
+        ref = store.BotRef(bot.id, bot.handle)
+        decisions = await consolidation.deliberate(ref, profile, memories)
+        async with self.db.transaction() as s:
+            return await consolidation.carry_out(s, ref, decisions)
+
+    # ── the schedule ─────────────────────────────────────────────────────────────────────────
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[MemoryUpkeep]:
+        """Run the upkeep loop for the duration of the block (the runtime owns it)."""
+        task = asyncio.create_task(self._loop(), name="openbot-memory-upkeep")
+        try:
+            yield self
+        finally:
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+
+    async def _loop(self) -> None:
+        while True:
+            await self.clock.sleep(self.settings.poll_seconds)
+            try:
+                await self.step()
+            except Exception:  # supervision boundary: the next pass tries again
+                log.exception("memory upkeep pass failed")
+
+    async def step(self) -> None:
+        """One pass: due reflections, then maintenance and consolidation when they are due."""
+        async with self._one_at_a_time:
+            await self.reflector.run_due()
+            due = await self._claim_due()
+            for handle in await self._bots() if due else []:
+                try:
+                    if "maintain" in due:
+                        await self.maintain(handle)
+                    if "consolidate" in due:
+                        await self.consolidate(handle)
+                except Exception:  # supervision boundary: one bot's failure does not stop the rest
+                    log.exception("memory upkeep of @%s failed", handle)
+
+    async def _bots(self) -> list[str]:
+        async with self.db.read() as s:
+            rows = await s.scalars(
+                select(Actor.handle)
+                .join(BotProfile, BotProfile.actor_id == Actor.id)
+                .where(Actor.deleted.is_(False), BotProfile.memory_enabled.is_(True))
+                .order_by(Actor.handle)
+            )
+            return list(rows)
+
+    async def _claim_due(self) -> set[str]:
+        """Which scheduled jobs are due, marked as run (first sight: both start counting now)."""
+        every = {
+            "maintain": self.settings.memory_maintenance_interval,
+            "consolidate": self.settings.memory_consolidation_interval,
+        }
+        async with self.db.transaction() as s:
+            stamp = now(s)
+            row = (await s.scalars(dialect(s).for_update(select(Setting).where(Setting.key == _KEY)))).first()
+            if row is None:
+                s.add(Setting(key=_KEY, value={job: stamp.isoformat() for job in every}))
+                return set()
+            last = {job: datetime.fromisoformat(str(row.value.get(job, stamp.isoformat()))) for job in every}
+            due = {job for job, seconds in every.items() if stamp - last[job] >= timedelta(seconds=seconds)}
+            if due:
+                row.value = {**row.value, **{job: stamp.isoformat() for job in due}}
+            return due
