@@ -1,5 +1,5 @@
-"""The maintenance pass: leases, take-overs, the backup poll, journal and idempotency-key pruning
-(DESIGN §6, §10).
+"""The maintenance pass: leases, take-overs, runs past their time limit, the backup poll, journal
+and idempotency-key pruning (DESIGN §6, §10).
 
 The system runs :func:`maintain` every ``poll_seconds`` on its clock; tests call it directly (one
 pass) after moving a fake clock, so nothing here waits for real time.
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from openbot.runtime import idempotency
 from openbot.runtime.scheduler.leases import heartbeat
+from openbot.runtime.scheduler.reaper import reap_overdue
 from openbot.runtime.scheduler.recovery import recover
 from openbot.store.journal import prune_journal
 
@@ -40,6 +41,7 @@ class Maintenance:
             await self.prune()
             self.next_prune = stamp + PRUNE_EVERY
         await heartbeat(system)
+        await reap_overdue(system)
         if system.db.dialect.shared:
             await recover(system, expired_only=True)
         await system.wake_queued()
