@@ -79,7 +79,16 @@ class Settings(BaseSettings):
         default_factory=list, validation_alias=AliasChoices("OPENBOT_CORS_ORIGINS")
     )
 
-    @field_validator("allowed_hosts", "cors_origins", mode="before")
+    # Webhooks to external actors (runtime.webhooks): seconds to wait before each retry after a
+    # failed attempt (comma-separated; the attempt after the last one's failure marks it failed),
+    # and whether webhook URLs may resolve to loopback and private addresses.
+    webhook_retries: Annotated[list[float], NoDecode] = Field(
+        default_factory=lambda: [5.0, 30.0, 120.0], validation_alias=_env("WEBHOOK_RETRIES")
+    )
+    webhook_allow_private: bool = Field(False, validation_alias=_env("WEBHOOK_ALLOW_PRIVATE"))
+    webhook_timeout_seconds: float = Field(10.0, gt=0, validation_alias=_env("WEBHOOK_TIMEOUT_SECONDS"))
+
+    @field_validator("allowed_hosts", "cors_origins", "webhook_retries", mode="before")
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:
         if isinstance(value, str):

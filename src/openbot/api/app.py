@@ -17,7 +17,16 @@ from openbot.api import errors
 from openbot.api.exposure import PUBLIC_ENDPOINTS, QUERY_TOKEN_ENDPOINTS, Exposure
 from openbot.api.limits import BodyLimit
 from openbot.api.principal import authenticate
-from openbot.api.routes import automations, memory_upkeep, observability, runs, team, threads, tokens
+from openbot.api.routes import (
+    automations,
+    memory_upkeep,
+    observability,
+    runs,
+    team,
+    threads,
+    tokens,
+    webhooks,
+)
 from openbot.api.schemas import document
 from openbot.config import Settings
 from openbot.core.clock import Clock
@@ -55,7 +64,7 @@ def create_app(
         app.state.runtime = runtime
     errors.install(app)
     protected = [Depends(authenticate)]
-    for module in (observability, team, threads, runs, tokens, automations, memory_upkeep):
+    for module in (observability, team, threads, runs, tokens, automations, memory_upkeep, webhooks):
         app.include_router(module.router, prefix="/api/v1", dependencies=protected)
     _document(app)
 

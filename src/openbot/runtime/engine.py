@@ -22,6 +22,7 @@ from openbot.runtime.service.team import TeamService
 from openbot.runtime.service.threads import ThreadService
 from openbot.runtime.team import seed_team
 from openbot.runtime.views import activity_view
+from openbot.runtime.webhooks.deliverer import Webhooks
 from openbot.store.db import Database
 from openbot.store.migrate import upgrade
 from openbot.store.models import ActivityLog
@@ -44,6 +45,7 @@ class Runtime:
         self.db.journal_listeners.append(self._journal_committed)
         self.db.activity_listeners.append(self._activity_committed)
         self.delivery = Delivery(max_hops=settings.max_bot_hops)
+        self.webhooks = Webhooks(self.db, settings)
         self.upkeep = MemoryUpkeep(self.db, settings)  # reflection, decay, consolidation
         self.automations = AutomationService(self.db, self.delivery, settings.scheduler_poll_seconds)
         self._stack = AsyncExitStack()
@@ -89,6 +91,7 @@ class Runtime:
         await self._stack.enter_async_context(self.automations.running())
         if self.settings.run_workers:
             await self._stack.enter_async_context(self.upkeep.running())
+        await self._stack.enter_async_context(self.webhooks.running())
         return self
 
     async def __aexit__(self, *exc: Any) -> None:

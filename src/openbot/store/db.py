@@ -70,6 +70,7 @@ class Database:
         self.journal_listeners: list[Callable[[dict[str | None, int]], None]] = []
         self.activity_listeners: list[Callable[[list[Any]], None]] = []
         self.mail_listeners: list[Callable[[list[str]], None]] = []
+        self.webhook_listeners: list[Callable[[], None]] = []  # a delivery was recorded
 
     @property
     def backend(self) -> str:

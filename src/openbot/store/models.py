@@ -422,6 +422,36 @@ class PendingReflection(Base):
     __table_args__ = (Index("ix_pending_reflections_last_run", "last_run_at"),)
 
 
+class WebhookDelivery(Base):
+    """One item that reached an external actor's mailbox, to be POSTed to its ``webhook_url``.
+
+    Written in the transaction that enqueued the item, so a delivery exists exactly when its mail
+    does; ``next_attempt_at`` is when the delivery loop tries next (also a claim: a process that
+    dies mid-request leaves it due again after the claim window).
+    """
+
+    __tablename__ = "webhook_deliveries"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    actor_id: Mapped[str] = mapped_column(ForeignKey("actors.id", ondelete="CASCADE"))
+    thread_id: Mapped[str] = mapped_column(ForeignKey("threads.id", ondelete="CASCADE"))
+    type: Mapped[str] = mapped_column(String(32))  # message.created | question.created
+    message_id: Mapped[str | None] = mapped_column(String(40))
+    run_id: Mapped[str | None] = mapped_column(String(40))
+    status: Mapped[str] = mapped_column(String(16), default="pending")  # pending|delivered|failed
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    next_attempt_at: Mapped[datetime | None]
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+    __table_args__ = (
+        CheckConstraint("status in ('pending', 'delivered', 'failed')", name="ck_delivery_status"),
+        Index("ix_deliveries_due", "status", "next_attempt_at"),
+        Index("ix_deliveries_actor", "actor_id", "id"),
+    )
+
+
 __all__ = [
     "ActivityLog",
     "Actor",
@@ -444,4 +474,5 @@ __all__ = [
     "Thread",
     "ThreadParticipant",
     "TodoList",
+    "WebhookDelivery",
 ]

@@ -15,6 +15,7 @@ from openbot.core.ids import new_id
 from openbot.core.scheduling import ItemKind
 from openbot.core.states import ItemStatus, check
 from openbot.runtime.views import ItemView, item_view
+from openbot.runtime.webhooks import outbox
 from openbot.store.db import now, wake_after_commit
 from openbot.store.journal import append_event
 from openbot.store.models import Actor, InboxItem
@@ -46,6 +47,8 @@ async def enqueue(
     append_event(session, "inbox.updated", {"actor": actor.handle, "item": item_view(item)}, thread_id)
     if actor.kind == "bot":
         wake_after_commit(session, [actor.id])
+    elif actor.kind == "external":  # its webhook delivery, written with the mail
+        await outbox.record(session, actor, thread_id, kind, message_id, run_id)
     return item
 
 

@@ -12,6 +12,7 @@ from openbot.runtime import access, team
 from openbot.runtime.commands import ActorCreate, BotCreate, BotUpdate
 from openbot.runtime.scheduler.system import ActorSystem
 from openbot.runtime.views import ActorView, BotState, BotView, TokenIssued, actor_view, bot_view
+from openbot.runtime.webhooks.sender import Sender
 from openbot.store.db import Database
 from openbot.store.models import Actor, BotProfile, ExternalProfile, InboxItem, Run
 
@@ -71,6 +72,8 @@ class TeamService:
         return [actor_view(a, e) for a, e in rows]
 
     async def create_actor(self, command: ActorCreate) -> ActorView:
+        if command.webhook_url is not None:  # the SSRF rule, on what the name resolves to now (422)
+            await Sender(allow_private=self.settings.webhook_allow_private).check_url(command.webhook_url)
         async with self.db.transaction() as s:
             actor = await team.create_actor(s, command)
             external = await s.get(ExternalProfile, actor.id)
