@@ -210,7 +210,7 @@ def test_notify_is_every_non_bot_participant_except_the_sender(data: RouteInput)
 
 
 # ── a human message that addresses nobody (DESIGN §5): the thread's default bot, else ───────────
-# @chief_of_staff, else the thread's only bot, else nobody. Each clause is its own property, on
+# the thread's only bot, else @chief_of_staff, else nobody. Each clause is its own property, on
 # inputs built so that the clause applies, plus hand-worked examples.
 
 
@@ -276,13 +276,19 @@ def test_an_unaddressed_human_message_wakes_the_default_bot_when_it_can_act(
 
 
 @given(unaddressed_human_messages, st.sampled_from(CANNOT_ACT))
-def test_an_unaddressed_human_message_falls_back_to_the_chief_of_staff(data: RouteInput, why: str) -> None:
+def test_without_a_default_the_thread_s_only_bot_is_woken_else_the_chief_of_staff(
+    data: RouteInput, why: str
+) -> None:
     assert data.sender is not None
     assume(data.sender.handle != FALLBACK)
     data = _with_actor(_default_that_cannot_act(data, why), FALLBACK, ActorKind.BOT)
+    bots = _thread_bots(data)
     plan = plan_route(data)
-    assert plan.wake == (FALLBACK,)
-    assert (FALLBACK in plan.new_participants) == (FALLBACK not in data.participants)
+    if len(bots) == 1:
+        assert plan.wake == (bots[0],)  # the only bot, even with a chief of staff on the team
+    else:
+        assert plan.wake == (FALLBACK,)
+        assert (FALLBACK in plan.new_participants) == (FALLBACK not in data.participants)
 
 
 @given(
@@ -345,9 +351,13 @@ def _human_posts_to_nobody(bots: str, participants: str, default: str | None) ->
     ("bots", "participants", "default", "woken"),
     [
         ("aa bb chief_of_staff", "aa", "bb", "bb"),  # the default bot, even from outside the thread
-        ("-aa bb chief_of_staff", "aa bb", "aa", "chief_of_staff"),  # a disabled default: the chief
-        ("aa chief_of_staff", "aa", "pat", "chief_of_staff"),  # a human is no default bot
-        ("aa chief_of_staff", "aa", "zz", "chief_of_staff"),  # nor is an unknown handle
+        ("-aa bb chief_of_staff", "aa bb", "aa", "bb"),  # a disabled default: the only bot left
+        ("-aa bb cc chief_of_staff", "aa bb cc", "aa", "chief_of_staff"),  # two left: the chief
+        ("aa chief_of_staff", "aa", "pat", "aa"),  # a human is no default bot: the only bot
+        ("aa chief_of_staff", "aa", "zz", "aa"),  # nor is an unknown handle
+        ("engineer chief_of_staff", "you engineer", None, "engineer"),  # not the chief from outside
+        ("aa bb chief_of_staff", "you aa bb", None, "chief_of_staff"),  # two bots: the chief decides
+        ("aa chief_of_staff", "you", None, "chief_of_staff"),  # no bot in the thread: the chief
         ("aa bb", "you aa", None, "aa"),  # no chief: the only bot in the thread
         ("aa bb -chief_of_staff", "aa chief_of_staff", "zz", "aa"),  # a disabled chief is no chief
         ("aa -bb", "aa bb pat", None, "aa"),  # a disabled bot does not count

@@ -58,6 +58,15 @@ async def test_rule_no_mention_and_no_default_falls_back_to_chief_of_staff(team:
     assert "chief_of_staff" in participants
 
 
+async def test_rule_no_mention_goes_to_the_thread_s_only_bot_before_the_chief(team: Team) -> None:
+    """Found from outside: a thread whose only bot is @engineer (no default bot) woke @chief_of_staff,
+    who was not even in the thread. DESIGN §5: default bot, else the only bot, else the chief."""
+    thread = await team.thread(participants=["you", "engineer"])
+    result = await team.post(thread, "the build is red")
+    assert result.addressed == ["engineer"]
+    assert "chief_of_staff" not in {p.handle for p in await _participants(team, thread)}
+
+
 async def test_rule_no_mention_goes_to_the_only_bot_when_there_is_no_chief(team: Team) -> None:
     await team.script("chief_of_staff", [], enabled=False)
     thread = await team.thread(participants=["qa"])

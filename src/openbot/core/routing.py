@@ -123,9 +123,11 @@ def plan_route(data: RouteInput) -> RoutePlan:
 
 
 def _default_target(data: RouteInput) -> list[str]:
-    """A human message with no mention: the default bot, else @chief_of_staff, else the only bot."""
-    for handle in (data.default_bot, data.fallback_bot):
-        if handle and _actionable(data, handle):
-            return [handle]
+    """A human message with no mention: the thread's default bot if it has one, else its only bot
+    if it has exactly one, else @chief_of_staff (DESIGN §5)."""
+    if data.default_bot and _actionable(data, data.default_bot):
+        return [data.default_bot]
     bots = [h for h in data.participants if _actionable(data, h)]
-    return bots if len(bots) == 1 else []
+    if len(bots) == 1:
+        return bots
+    return [data.fallback_bot] if _actionable(data, data.fallback_bot) else []
