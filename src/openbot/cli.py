@@ -241,6 +241,20 @@ def activity(
         print_activity(server, token, follow)
 
 
+@app.command()
+def automations(
+    server: ServerOpt = DEFAULT_SERVER,
+    token: TokenOpt = None,
+    run: Annotated[str | None, typer.Option("--run", help="Fire this automation now.")] = None,
+    history: Annotated[str | None, typer.Option("--history", help="Show this one's occurrences.")] = None,
+) -> None:
+    """List automations (scheduled posts to bots) with their next run; fire one or show its history."""
+    from openbot.automation_table import print_automations
+
+    with _reported(server):
+        print_automations(server, token, run=run, history=history)
+
+
 @db_app.command("upgrade")
 def db_upgrade() -> None:
     """Apply database migrations (the server also does this at start)."""

@@ -262,6 +262,17 @@ class Client:
     def cancel(self, run_id: str) -> None:
         self._request("POST", f"/runs/{run_id}/cancel")
 
+    # -- automations ------------------------------------------------------------------------
+
+    def automations(self, bot: str | None = None) -> list[JSON]:
+        return self._items("/automations", bot=bot)
+
+    def run_automation(self, automation_id: str) -> JSON:
+        return cast(JSON, self._request("POST", f"/automations/{automation_id}/run"))
+
+    def occurrences(self, automation_id: str, limit: int = 20) -> list[JSON]:
+        return self._items(f"/automations/{automation_id}/occurrences", limit=limit)
+
     # -- observability ----------------------------------------------------------------------
 
     def activity(self, **filters: Any) -> list[JSON]:

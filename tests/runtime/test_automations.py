@@ -13,8 +13,10 @@ from conftest import Boot, Team
 from openbot.config import Settings
 from openbot.core.clock import FakeClock
 from openbot.runtime.automations.commands import AutomationCreate
+from openbot.runtime.automations.definitions import HEARTBEAT_PROMPT
 from openbot.runtime.engine import Runtime
-from openbot.store.models import AutomationOccurrence, Message
+from openbot.runtime.team import get_actor
+from openbot.store.models import AutomationOccurrence, Message, TodoList
 
 
 async def occurrences(rt: Runtime, automation_id: str) -> list[dict[str, Any]]:
@@ -151,3 +153,27 @@ async def test_a_firing_into_a_deleted_thread_is_a_failed_occurrence(
     assert failed["status"] == "failed" and failed["message_id"] is None
     assert failed["error"] is not None and thread in failed["error"]["message"]
     assert (await rt.automations.get(made["id"]))["next_run_at"] == "2026-01-01T00:02:00+00:00"
+
+
+async def test_a_heartbeat_wakes_the_bot_in_each_thread_with_unfinished_todos(
+    rt: Runtime, team: Team, clock: FakeClock
+) -> None:
+    open_thread, done_thread = await team.thread("open"), await team.thread("done")
+    async with rt.db.transaction() as s:
+        bot = await get_actor(s, "engineer")
+        for thread, status in ((open_thread, "in_progress"), (done_thread, "completed")):
+            todos = [{"content": "ship", "status": status}]
+            s.add(TodoList(thread_id=thread, bot_id=bot.id, todos=todos, updated_at=clock.now()))
+    beat = await rt.automations.create(
+        AutomationCreate(bot="engineer", kind="heartbeat", cron="*/30 * * * *"), owner="you"
+    )
+    assert beat["content"] == HEARTBEAT_PROMPT and beat["kind"] == "heartbeat"
+    clock.advance(30 * 60)
+    await rt.automations.fire_due()
+    [fired] = await occurrences(rt, beat["id"])
+    [message] = await automation_messages(rt)
+    assert fired["status"] == "fired" and fired["message_id"] == message.id
+    assert message.thread_id == open_thread and message.content == HEARTBEAT_PROMPT
+    await team.idle()
+    assert [r.status for r in await team.runs(open_thread)] == ["completed"]
+    assert await team.runs(done_thread) == []
