@@ -19,6 +19,7 @@ from openbot.api.limits import BodyLimit
 from openbot.api.principal import authenticate
 from openbot.api.routes import (
     automations,
+    memories,
     memory_upkeep,
     observability,
     runs,
@@ -64,7 +65,17 @@ def create_app(
         app.state.runtime = runtime
     errors.install(app)
     protected = [Depends(authenticate)]
-    for module in (observability, team, threads, runs, tokens, automations, memory_upkeep, webhooks):
+    for module in (
+        observability,
+        team,
+        threads,
+        runs,
+        tokens,
+        automations,
+        memory_upkeep,
+        webhooks,
+        memories,
+    ):
         app.include_router(module.router, prefix="/api/v1", dependencies=protected)
     _document(app)
 

@@ -60,11 +60,21 @@ class MailboxCounts(TypedDict):
 
 
 @with_config(CLOSED)
+class MemoryIndex(TypedDict):
+    """Which relevance index ranks memories; ``embeddings`` says when one was asked for in vain."""
+
+    index: Literal["lexical", "embeddings"]
+    model: NotRequired[str]
+    embeddings: NotRequired[str]
+
+
+@with_config(CLOSED)
 class Status(TypedDict):
     runs: RunCounts
     mailboxes: MailboxCounts
     workers: int
     backend: str
+    memory: MemoryIndex
 
 
 @with_config(CLOSED)

@@ -58,6 +58,7 @@ class BotCreate(Body):
     memory_enabled: bool = True
     enabled: bool = True
     max_parallel_threads: int = Field(1, ge=1, le=64)
+    workspace_access: Literal["none", "read", "write"] = "read"
 
 
 class BotUpdate(Body):
@@ -71,6 +72,7 @@ class BotUpdate(Body):
     memory_enabled: bool | None = None
     enabled: bool | None = None
     max_parallel_threads: int | None = Field(None, ge=1, le=64)
+    workspace_access: Literal["none", "read", "write"] | None = None
 
 
 class ActorCreate(Body):
@@ -87,6 +89,26 @@ class ThreadCreate(Body):
     default_bot: str | None = None
     kind: Literal["task", "channel"] = "task"
     working_directory: str | None = None
+
+
+class ThreadUpdate(Body):
+    title: str | None = Field(None, max_length=500)
+    default_bot: str | None = None
+    working_directory: str | None = None  # "" clears it
+
+
+class DraftApprove(Body):
+    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
+
+    content: str | None = Field(None, min_length=1, max_length=200_000)
+    from_: str | None = Field(None, alias="from")  # the admin may decide as another person
+
+
+class DraftReject(Body):
+    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
+
+    reason: str | None = Field(None, max_length=10_000)
+    from_: str | None = Field(None, alias="from")
 
 
 class MessageCreate(Body):

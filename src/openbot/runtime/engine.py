@@ -16,6 +16,7 @@ from openbot.runtime.memory.upkeep import MemoryUpkeep
 from openbot.runtime.runner.runner import Runner
 from openbot.runtime.scheduler.system import ActorSystem
 from openbot.runtime.service.automations import AutomationService
+from openbot.runtime.service.drafts import DraftService
 from openbot.runtime.service.observe import Observer
 from openbot.runtime.service.runs import RunService
 from openbot.runtime.service.team import TeamService
@@ -55,6 +56,7 @@ class Runtime:
         self.threads: ThreadService
         self.team: TeamService
         self.runs: RunService
+        self.drafts: DraftService
         self.observer: Observer
 
     def _journal_committed(self, heads: dict[str | None, int]) -> None:
@@ -77,6 +79,7 @@ class Runtime:
         self.threads = ThreadService(self.db, self.delivery, self.system)
         self.team = TeamService(self.db, self.settings, self.system)
         self.runs = RunService(self.db, self.delivery, self.system)
+        self.drafts = DraftService(self.db, self.delivery)
         self.observer = Observer(self.db, self.bus, self.system)
         self._task = asyncio.create_task(self.system.run(), name="openbot-actor-system")
         started = asyncio.create_task(self.system.started())

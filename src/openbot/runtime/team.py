@@ -24,6 +24,10 @@ _DELEGATE_NOTE = (
     "recall_messages before asking. Report back by mentioning whoever handed you the work."
 )
 
+# run_shell waits for a person's approval in every seeded bot; the engineer and QA have it, and
+# the engineer may also write the thread's files (the others read them).
+_GATED = {"approval_tools": ["run_shell"]}
+
 SEED_TEAM: list[dict[str, Any]] = [
     {
         "handle": "chief_of_staff",
@@ -36,24 +40,31 @@ SEED_TEAM: list[dict[str, Any]] = [
             "goal, the relevant paths or PR numbers, acceptance criteria and what to report back. "
             "When the work is done, summarise it for the humans without mentioning any bot."
         ),
+        **_GATED,
     },
     {
         "handle": "engineer",
         "name": "Engineer",
         "description": "Writes and changes code, explains technical trade-offs.",
         "instructions": "You implement what you are asked, precisely and completely. " + _DELEGATE_NOTE,
+        "tools": ["run_shell"],
+        "workspace_access": "write",
+        **_GATED,
     },
     {
         "handle": "reviewer",
         "name": "Reviewer",
         "description": "Reviews changes for correctness, clarity and risk.",
         "instructions": "You review carefully and say clearly what must change. " + _DELEGATE_NOTE,
+        **_GATED,
     },
     {
         "handle": "qa",
         "name": "QA",
         "description": "Tests behaviour end to end and reports what fails.",
         "instructions": "You verify behaviour against the acceptance criteria. " + _DELEGATE_NOTE,
+        "tools": ["run_shell"],
+        **_GATED,
     },
 ]
 
@@ -162,6 +173,7 @@ async def create_bot(session: AsyncSession, command: BotCreate) -> tuple[Actor, 
         approval_tools=list(command.approval_tools),
         memory_enabled=command.memory_enabled,
         max_parallel_threads=command.max_parallel_threads,
+        workspace_access=command.workspace_access,
         version=1,
     )
     session.add_all([actor, profile])

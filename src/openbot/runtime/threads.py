@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -109,6 +111,37 @@ async def create_thread(session: AsyncSession, command: ThreadCreate) -> Thread:
     append_event(session, "thread.updated", dict(await view(session, thread)), thread.id)
     log_activity(
         session, "thread.created", f"thread {thread.title or thread.id} created", thread_id=thread.id
+    )
+    return thread
+
+
+async def update_thread(session: AsyncSession, thread_id: str, changes: dict[str, Any]) -> Thread:
+    """PATCH: ``title``, ``default_bot`` (null clears it; the bot joins the thread) and
+    ``working_directory`` (checked and normalised by the caller; null or "" clears it)."""
+    thread = await get_thread(session, thread_id)
+    if "title" in changes:
+        if changes["title"] is None:
+            raise InvalidArgument("title cannot be null", {"field": "title"})
+        thread.title = changes["title"]
+    if "default_bot" in changes:
+        thread.default_bot_id = None
+        if changes["default_bot"] is not None:
+            bot = await _actor(session, changes["default_bot"], "default_bot")
+            if bot.kind != "bot":
+                raise InvalidArgument(f"@{bot.handle} is not a bot", {"field": "default_bot"})
+            thread.default_bot_id = bot.id
+            if bot.id not in {a.id for a in await participants(session, thread.id)}:
+                session.add(ThreadParticipant(thread_id=thread.id, actor_id=bot.id, joined_at=now(session)))
+    if "working_directory" in changes:
+        thread.working_directory = changes["working_directory"] or None
+    await session.flush()
+    append_event(session, "thread.updated", dict(await view(session, thread)), thread.id)
+    log_activity(
+        session,
+        "thread.updated",
+        f"thread {thread.title or thread.id} updated",
+        thread_id=thread.id,
+        detail={"fields": sorted(changes)},
     )
     return thread
 

@@ -68,6 +68,7 @@ class BotProfile(Base):
     memory_enabled: Mapped[bool] = mapped_column(Boolean, default=True)
     max_parallel_threads: Mapped[int] = mapped_column(Integer, default=1)
     version: Mapped[int] = mapped_column(Integer, default=1)
+    workspace_access: Mapped[str] = mapped_column(String(8), default="read")  # none | read | write
 
 
 class ExternalProfile(Base):
@@ -452,6 +453,33 @@ class WebhookDelivery(Base):
     )
 
 
+class Draft(Base):
+    """An outgoing message a bot staged with ``save_draft``: only a person sends it (approve,
+    optionally edited) or rejects it (with a reason posted where the bot will see it)."""
+
+    __tablename__ = "drafts"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    bot_id: Mapped[str] = mapped_column(ForeignKey("actors.id", ondelete="CASCADE"))
+    thread_id: Mapped[str] = mapped_column(ForeignKey("threads.id", ondelete="CASCADE"))
+    run_id: Mapped[str | None] = mapped_column(String(40))
+    title: Mapped[str] = mapped_column(String(200))
+    content: Mapped[str] = mapped_column(Text)
+    target_thread_id: Mapped[str | None] = mapped_column(String(40))
+    target_actor_id: Mapped[str | None] = mapped_column(ForeignKey("actors.id", ondelete="CASCADE"))
+    status: Mapped[str] = mapped_column(String(16), default="pending")  # pending | sent | rejected
+    reason: Mapped[str | None] = mapped_column(Text)
+    message_id: Mapped[str | None] = mapped_column(String(40))  # what approving it posted
+    decided_by_id: Mapped[str | None] = mapped_column(ForeignKey("actors.id", ondelete="SET NULL"))
+    decided_at: Mapped[datetime | None]
+    created_at: Mapped[datetime]
+
+    __table_args__ = (
+        CheckConstraint("status in ('pending', 'sent', 'rejected')", name="ck_draft_status"),
+        Index("ix_drafts_status", "status", "id"),
+    )
+
+
 __all__ = [
     "ActivityLog",
     "Actor",
@@ -459,6 +487,7 @@ __all__ = [
     "AutomationOccurrence",
     "Base",
     "BotProfile",
+    "Draft",
     "Event",
     "ExternalProfile",
     "HeldHandoff",

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Header, Query, Response
 from openbot.api.deps import RuntimeDep
 from openbot.api.principal import PrincipalDep
 from openbot.api.schemas import Acked, ItemList, MessagePage, ThreadList, errors
-from openbot.runtime.commands import InboxAck, MessageCreate, ThreadCreate
+from openbot.runtime.commands import InboxAck, MessageCreate, ThreadCreate, ThreadUpdate
 from openbot.runtime.views import ItemView, PostView, ThreadView
 
 router = APIRouter()
@@ -37,6 +37,13 @@ async def list_threads(
 @router.get("/threads/{thread_id}", response_model=ThreadView, responses=errors(404))
 async def get_thread(rt: RuntimeDep, thread_id: str, actor: str = "you") -> dict[str, Any]:
     return dict(await rt.threads.get(thread_id, actor=actor))
+
+
+@router.patch("/threads/{thread_id}", response_model=ThreadView, responses=errors(404))
+async def update_thread(rt: RuntimeDep, thread_id: str, body: ThreadUpdate) -> dict[str, Any]:
+    """Partial: ``title``, ``default_bot``, ``working_directory`` (inside the workspaces root, 422
+    otherwise)."""
+    return dict(await rt.threads.update(thread_id, body))
 
 
 @router.delete("/threads/{thread_id}", status_code=204, responses=errors(404))

@@ -31,6 +31,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from openbot.config import Settings
 from openbot.core.model_errors import classify_model_error
 from openbot.runtime.tools.context import RunContext
+from openbot.runtime.tools.memory import MEMORY_TOOLS
 from openbot.store.models import Actor, BotProfile
 
 _CACHED_AGENTS = 256
@@ -52,14 +53,15 @@ class AgentCache:
         settings = dict(profile.model_settings or {})
         limit = int(settings.get("max_model_calls", self.settings.max_model_calls))
         approvals = tuple(name for name in (profile.approval_tools or []) if name in self.tool_names)
-        key = (bot.id, profile.version, approvals, limit)
+        key = (bot.id, profile.version, approvals, limit, profile.memory_enabled)
         agent = self._agents.get(key)
         if agent is not None:
             self._agents.move_to_end(key)
             return agent
+        tools = [t for t in self.tools if profile.memory_enabled or t.name not in MEMORY_TOOLS]
         agent = create_agent(
             model,
-            self.tools,
+            tools,
             middleware=self._middleware(limit, approvals),
             context_schema=RunContext,
             checkpointer=self.checkpointer,

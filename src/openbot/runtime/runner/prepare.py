@@ -25,8 +25,10 @@ from openbot.core.errors import NotFound
 from openbot.core.history import HistoryMessage, Role, is_scoped, unroll, window_closed, window_rows
 from openbot.core.mentions import is_valid_handle
 from openbot.core.prompt import PromptInput, RosterEntry, render_system_prompt
+from openbot.runtime.memory.store import Hit, relevant
 from openbot.runtime.runs.claim import Claim
 from openbot.runtime.runs.resume import resume_payload
+from openbot.runtime.tools.memory import MEMORY_TOOLS
 from openbot.runtime.tools.registry import BUILTIN_TOOLS
 from openbot.store.db import Database
 from openbot.store.models import Actor, BotProfile, Message, Run, Thread, ThreadParticipant, TodoList
@@ -46,6 +48,9 @@ class Prepared:
     trigger_count: int
     resume_value: Any = None
     interrupt_ids: tuple[str, ...] = ()
+    memories: tuple[Hit, ...] = ()  # injected into the system prompt, most relevant first
+    scoped: bool = False
+    omitted: int = 0  # messages of the thread left out of ``messages``
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,9 @@ class _Reads:
 async def prepare(db: Database, settings: Settings, claim: Claim) -> Prepared:
     async with db.read() as s:
         reads = await _read(s, settings, claim)
+        trigger_text = "\n".join(m.content for m in reads.window.triggers)
+        # The bot's own bot-level memories, ranked by relevance to the triggers: one statement.
+        memories = await relevant(s, claim.bot_id, trigger_text) if reads.profile.memory_enabled else []
         resume = await resume_payload(s, claim.run_id) if claim.resume else None
         waiting = await s.get(Run, claim.run_id) if claim.resume else None
     interrupt_ids = tuple((waiting.interrupt or {}).get("interrupt_ids", ())) if waiting else ()
@@ -99,11 +107,12 @@ async def prepare(db: Database, settings: Settings, claim: Claim) -> Prepared:
             roster=tuple(reads.roster),
             scoped=reads.scoped,
             trigger_count=len(trigger_msgs),
-            tools=tuple(dict.fromkeys(BUILTIN_TOOLS + tuple(profile.tools or ()))),
+            tools=_tools(profile),
             approval_tools=tuple(profile.approval_tools or ()),
             working_directory=reads.thread.working_directory,
             todos=tuple((str(t.get("status", "")), str(t.get("content", ""))) for t in _todos(reads.todo)),
             history_note=history.note(),
+            memories=tuple(m.content for m in memories),
         )
     )
     return Prepared(
@@ -112,11 +121,19 @@ async def prepare(db: Database, settings: Settings, claim: Claim) -> Prepared:
         thread=reads.thread,
         system_prompt=prompt,
         messages=[AIMessage(t.text) if t.role is Role.AI else HumanMessage(t.text) for t in history.turns],
-        trigger_text="\n".join(m.content for m in trigger_msgs),
+        trigger_text=trigger_text,
         trigger_count=len(trigger_msgs),
         resume_value=resume,
         interrupt_ids=interrupt_ids,
+        memories=tuple(memories),
+        scoped=history.scoped,
+        omitted=history.left_out,
     )
+
+
+def _tools(profile: BotProfile) -> tuple[str, ...]:
+    memory = MEMORY_TOOLS if profile.memory_enabled else ()
+    return tuple(dict.fromkeys(BUILTIN_TOOLS + memory + tuple(profile.tools or ())))
 
 
 def _todos(todo: TodoList | None) -> list[dict[str, Any]]:

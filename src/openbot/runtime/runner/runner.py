@@ -19,6 +19,7 @@ from openbot.config import Settings
 from openbot.core.errors import ModelError, OpenBotError
 from openbot.core.model_errors import classify_model_error
 from openbot.runtime.bus import Bus
+from openbot.runtime.memory.context import snapshot
 from openbot.runtime.runner.agent import AgentCache
 from openbot.runtime.runner.checkpoints import DeferredSaver
 from openbot.runtime.runner.models import build_chat_model
@@ -29,6 +30,7 @@ from openbot.runtime.runs.outcome import Outcome
 from openbot.runtime.tools.context import RunContext, ToolEnv
 from openbot.runtime.tools.registry import build_tools
 from openbot.store.db import Database
+from openbot.store.models import PreparedContext
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +57,8 @@ class Runner:
         outcome = Outcome()
         try:
             prepared = await prepare(self.db, self.settings, claim)
+            if not claim.resume:
+                outcome.context = _context(claim, prepared, self.db)
             for hook in self.on_prepared:
                 await hook(claim, prepared)
             await self._stream(claim, prepared, outcome)
@@ -134,6 +138,19 @@ class Runner:
                 await self.checkpointer.discard(run_id)
         except Exception:  # recorded, never fatal: a leftover checkpoint is only disk space
             log.exception("could not delete checkpoint of run %s", run_id)
+
+
+def _context(claim: Claim, prepared: Prepared, db: Database) -> PreparedContext:
+    """What the first model call will see (written with the run's outcome)."""
+    return snapshot(
+        claim.run_id,
+        system=prepared.system_prompt,
+        messages=prepared.messages,
+        memories=[{"id": m.id, "content": m.content, "score": m.score} for m in prepared.memories],
+        scoped=prepared.scoped,
+        omitted=prepared.omitted,
+        at=db.clock.now(),
+    )
 
 
 def _input(claim: Claim, prepared: Prepared) -> Any:

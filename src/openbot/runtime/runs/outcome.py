@@ -22,10 +22,11 @@ from openbot.runtime.delivery.holds import release_holds
 from openbot.runtime.delivery.inbox import enqueue
 from openbot.runtime.delivery.post import Delivery
 from openbot.runtime.memory import pending
+from openbot.runtime.memory.context import record
 from openbot.runtime.runs.claim import Claim
 from openbot.runtime.runs.events import add_run_event, fenced, journal_run, log_run, move
 from openbot.store.db import now
-from openbot.store.models import Actor, InboxItem, Run, Thread, ThreadParticipant
+from openbot.store.models import Actor, InboxItem, PreparedContext, Run, Thread, ThreadParticipant
 
 _SETTLE = (
     update(InboxItem)
@@ -47,6 +48,7 @@ class Outcome:
     input_tokens: int = 0
     output_tokens: int = 0
     model_calls: int = 0
+    context: PreparedContext | None = None  # what the first model call saw (fresh runs)
 
 
 async def finish(session: AsyncSession, claim: Claim, outcome: Outcome, delivery: Delivery) -> list[str]:
@@ -55,6 +57,8 @@ async def finish(session: AsyncSession, claim: Claim, outcome: Outcome, delivery
     run.input_tokens += outcome.input_tokens
     run.output_tokens += outcome.output_tokens
     run.model_calls += outcome.model_calls
+    if outcome.context is not None:
+        await record(session, outcome.context)
     if outcome.interrupt is not None:
         await _pause(session, run, bot, thread, claim.item_ids, outcome.interrupt)
         return []

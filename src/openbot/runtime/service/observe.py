@@ -12,6 +12,7 @@ from openbot.core.scheduling import ItemKind
 from openbot.core.states import IN_FLIGHT_RUNS, OPEN_ITEMS, ItemStatus, RunStatus
 from openbot.runtime.bus import Bus
 from openbot.runtime.fanout import PAGE, Fanout, Stream
+from openbot.runtime.memory.service import MemoryIndexStatus, index_status
 from openbot.runtime.scheduler.system import ActorSystem
 from openbot.runtime.views import ActivityView, activity_view
 from openbot.store.db import Database
@@ -24,6 +25,7 @@ class StatusView(TypedDict):
     mailboxes: dict[str, int]
     workers: int
     backend: str
+    memory: MemoryIndexStatus
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,7 @@ class Observer:
             "mailboxes": mailboxes,
             "workers": len(self.system.workers),
             "backend": self.db.backend,
+            "memory": index_status(self.system.settings),
         }
 
     async def activity(self, where: ActivityFilter) -> list[ActivityView]:

@@ -10,11 +10,12 @@ from sqlalchemy.exc import IntegrityError
 from openbot.core.errors import InvalidArgument, NotFound
 from openbot.core.states import ACTIVE_RUNS
 from openbot.runtime import idempotency, threads
-from openbot.runtime.commands import InboxAck, MessageCreate, ThreadCreate
+from openbot.runtime.commands import InboxAck, MessageCreate, ThreadCreate, ThreadUpdate
 from openbot.runtime.delivery import inbox
 from openbot.runtime.delivery.post import Delivery
 from openbot.runtime.scheduler.system import ActorSystem
 from openbot.runtime.team import get_actor
+from openbot.runtime.tools.workspace import normalise_directory
 from openbot.runtime.views import ItemView, MessageView, PostView, ThreadView
 from openbot.store.db import Database
 from openbot.store.models import Run
@@ -33,9 +34,28 @@ class ThreadService:
     system: ActorSystem
 
     async def create(self, command: ThreadCreate) -> ThreadView:
+        directory = self._working_directory(command.working_directory)
+        command = command.model_copy(update={"working_directory": directory})
         async with self.db.transaction() as s:
             thread = await threads.create_thread(s, command)
             return await threads.view(s, thread)
+
+    async def update(self, thread_id: str, command: ThreadUpdate) -> ThreadView:
+        changes = command.model_dump(exclude_unset=True)
+        if changes.get("working_directory"):
+            changes["working_directory"] = self._working_directory(changes["working_directory"])
+        async with self.db.transaction() as s:
+            thread = await threads.update_thread(s, thread_id, changes)
+            return await threads.view(s, thread)
+
+    def _working_directory(self, value: str | None) -> str | None:
+        """``value`` relative to the workspaces root; 422 when it resolves outside it."""
+        if value is None:
+            return None
+        try:
+            return normalise_directory(self.system.settings.resolved_workspaces_root(), value)
+        except ValueError as exc:
+            raise InvalidArgument(str(exc), {"field": "working_directory", "value": value}) from exc
 
     async def list_threads(self, *, q: str | None, actor: str, limit: int) -> list[ThreadView]:
         async with self.db.read() as s:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from langchain_core.language_models import BaseChatModel
 
+from openbot.runtime.tools.workspace import WorkspaceGrant
 from openbot.store.db import Database
 
 
@@ -16,6 +17,7 @@ class ToolEnv:
     bot_handle: str
     thread_id: str
     run_id: str
+    workspace: WorkspaceGrant | None = None  # the thread's files and shell (tools.workspace)
 
 
 @dataclass(frozen=True)

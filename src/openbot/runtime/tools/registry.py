@@ -15,6 +15,7 @@ from openbot.runtime.tools.automations import (
     toggle_automation,
 )
 from openbot.runtime.tools.builtins import ask_human, list_bots, read_history, recall_messages, todo_write
+from openbot.runtime.tools.memory import manage_memory, search_memory
 
 BUILTIN_TOOLS = (
     "list_bots",
@@ -29,5 +30,6 @@ BUILTIN_TOOLS = (
 def build_tools() -> list[BaseTool]:
     return [
         *(list_bots, ask_human, read_history, recall_messages, todo_write),
+        *(manage_memory, search_memory),  # left out for bots without memory_enabled (agent.py)
         *(schedule_message, create_automation, list_automations, toggle_automation, delete_automation),
     ]
