@@ -247,3 +247,22 @@ async def test_consolidation_without_similar_memories_asks_nobody(
     answer = await client.post("/api/v1/bots/engineer/memories/consolidate")
     assert answer.json() == {"decisions": []}
     assert await activity(team.rt, "memory.consolidated") == []
+
+
+@pytest.mark.parametrize(
+    ("jobs", "problem"),
+    [
+        ({"reflection": {"op": "create"}}, "reflection must be a list"),
+        ({"reflection": [{"op": "remember"}]}, "reflection[0].op must be one of"),
+        ({"consolidation": [{"action": "merge", "match": "(a+)+$"}]}, "could backtrack"),
+        ({"consolidation": [{"action": "merge", "match": "("}]}, "not a valid regular expression"),
+    ],
+)
+async def test_bad_memory_job_settings_are_refused_and_nothing_is_written(
+    client: httpx.AsyncClient, jobs: dict[str, Any], problem: str
+) -> None:
+    before = (await client.get("/api/v1/bots/qa")).json()
+    answer = await client.patch("/api/v1/bots/qa", json={"model_settings": {"script": [], **jobs}})
+    assert answer.status_code == 422 and answer.json()["error"]["code"] == "invalid_argument"
+    assert problem in answer.json()["error"]["message"]
+    assert (await client.get("/api/v1/bots/qa")).json() == before

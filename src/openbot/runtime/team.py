@@ -13,6 +13,7 @@ from openbot.core.mentions import is_valid_handle
 from openbot.core.states import ACTIVE_RUNS
 from openbot.runtime.commands import ActorCreate, BotCreate, BotUpdate
 from openbot.runtime.runner.scripted import validate_script
+from openbot.runtime.runner.scripted_jobs import validate_jobs
 from openbot.runtime.views import bot_view
 from openbot.store.db import now
 from openbot.store.journal import append_event, log_activity
@@ -146,6 +147,9 @@ def _check_bot(command: BotCreate | BotUpdate) -> None:
             raise InvalidArgument(
                 "model_settings.script is not valid: " + "; ".join(problems), {"problems": problems}
             )
+    jobs = validate_jobs(settings or {})  # the scripted model's reflection and consolidation
+    if jobs:
+        raise InvalidArgument("model_settings is not valid: " + "; ".join(jobs), {"problems": jobs})
 
 
 async def create_bot(session: AsyncSession, command: BotCreate) -> tuple[Actor, BotProfile]:
