@@ -25,6 +25,8 @@ db_app = typer.Typer(help="Database commands.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 token_app = typer.Typer(help="Actor tokens: bearer tokens that act as one actor.", no_args_is_help=True)
 app.add_typer(token_app, name="token")
+memory_app = typer.Typer(help="Bots' memory upkeep: decay and consolidation, now.", no_args_is_help=True)
+app.add_typer(memory_app, name="memory")
 
 DEFAULT_SERVER = "http://127.0.0.1:8000"
 ServerOpt = Annotated[
@@ -303,3 +305,37 @@ def token_revoke(
     with _reported(server), Client(server, token) as client:
         client.revoke_tokens(handle)
     typer.echo(f"revoked every token of @{handle}")
+
+
+@memory_app.command("maintain")
+def memory_maintain(
+    bot: Annotated[str, typer.Argument(help="The bot whose memories decay now.")],
+    server: ServerOpt = DEFAULT_SERVER,
+    token: TokenOpt = None,
+) -> None:
+    """Decay BOT's memories now: archive those scoring below 0.15, delete those below 0.05."""
+    from openbot.client import Client
+
+    with _reported(server), Client(server, token) as client:
+        done = client.maintain_memories(bot)
+    for what in ("archived", "pruned"):
+        ids = done[what]
+        typer.echo(f"{what} {len(ids)}" + (": " + ", ".join(ids) if ids else ""))
+
+
+@memory_app.command("consolidate")
+def memory_consolidate(
+    bot: Annotated[str, typer.Argument(help="The bot whose similar memories are consolidated now.")],
+    server: ServerOpt = DEFAULT_SERVER,
+    token: TokenOpt = None,
+) -> None:
+    """Consolidate BOT's similar memories now (proposer, adversary, judge); one line per decision."""
+    from openbot.client import Client
+
+    with _reported(server), Client(server, token) as client:
+        decisions = client.consolidate_memories(bot)["decisions"]
+    if not decisions:
+        typer.echo("no similar memories: nothing to decide")
+    for decision in decisions:
+        result = f" -> {decision['result_id']}" if decision.get("result_id") else ""
+        typer.echo(f"{decision['action']} {', '.join(decision['memory_ids'])}{result}: {decision['reason']}")

@@ -273,6 +273,14 @@ class Client:
     def occurrences(self, automation_id: str, limit: int = 20) -> list[JSON]:
         return self._items(f"/automations/{automation_id}/occurrences", limit=limit)
 
+    # -- memory upkeep ----------------------------------------------------------------------
+
+    def maintain_memories(self, bot: str) -> JSON:
+        return cast(JSON, self._request("POST", f"/bots/{bot.lstrip('@')}/memories/maintain"))
+
+    def consolidate_memories(self, bot: str) -> JSON:
+        return cast(JSON, self._request("POST", f"/bots/{bot.lstrip('@')}/memories/consolidate"))
+
     # -- observability ----------------------------------------------------------------------
 
     def activity(self, **filters: Any) -> list[JSON]:
