@@ -171,6 +171,13 @@ export const api = {
   cancel: (id) => request("POST", `/runs/${enc(id)}/cancel`),
 
   activity: (params) => request("GET", `/activity${qs(params)}`).then((r) => r.items),
+
+  automations: (params) => request("GET", `/automations${qs(params)}`).then((r) => r.items),
+  createAutomation: (body) => request("POST", "/automations", body),
+  updateAutomation: (id, patch) => request("PATCH", `/automations/${enc(id)}`, patch),
+  deleteAutomation: (id) => request("DELETE", `/automations/${enc(id)}`),
+  runAutomation: (id) => request("POST", `/automations/${enc(id)}/run`),
+  occurrences: (id) => request("GET", `/automations/${enc(id)}/occurrences`).then((r) => r.items),
 };
 
 export function eventsUrl(since) {

@@ -1,5 +1,5 @@
 // Entry point: the shell (navigation, theme, connection state, acting actor) and a hash router.
-//   #/inbox[/unread|/action]   #/threads   #/t/<thread id>   #/bots[/<handle>]   #/activity
+//   #/inbox[/unread|/action]   #/threads   #/t/<thread id>   #/bots[/<handle>]   #/activity   #/automations[/<id>]
 
 import { h, clear, toast } from "/web/dom.js";
 import { describeError, ApiError } from "/web/api.js";
@@ -10,6 +10,7 @@ import * as threads from "/web/threads.js";
 import * as thread from "/web/thread.js";
 import * as bots from "/web/bots.js";
 import * as activity from "/web/activity.js";
+import * as automations from "/web/automations.js";
 
 const view = document.getElementById("view");
 let unmount = null;
@@ -31,6 +32,7 @@ const ROUTES = {
   t: { nav: "threads", module: thread, title: "Thread" },
   bots: { nav: "bots", module: bots, title: "Bots" },
   activity: { nav: "activity", module: activity, title: "Activity" },
+  automations: { nav: "automations", module: automations, title: "Automations" },
 };
 
 function route() {

@@ -18,6 +18,8 @@ const EVENT_TYPES = [
   "thread.updated",
   "bot.updated",
   "activity.created",
+  "automation.updated",
+  "automation.fired",
   "text.delta",
   "reset",
 ];

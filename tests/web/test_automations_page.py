@@ -1,0 +1,77 @@
+"""The Automations page in headless Chromium against a real ``openbot serve``: create, list with
+the next run, disable and enable, run now and see the history, edit, delete."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from live_server import LiveServer, wait_until
+from openbot.client import Client
+
+from .conftest import ConsoleWatch
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def test_automations_page_creates_toggles_runs_edits_and_deletes(
+    page: Page, server: LiveServer, api: Client, console: ConsoleWatch
+) -> None:
+    console.allow("status of 422")  # the bad cron below, refused on purpose
+    thread = api.create_thread(title="Standups", participants=["you", "qa"])["id"]
+    page.goto(f"{server.url}/#/automations")
+    expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+    expect(page.get_by_role("link", name="Automations")).to_have_attribute("aria-current", "page")
+    expect(page.get_by_text("No automations yet.")).to_be_visible()
+
+    page.get_by_role("button", name="New automation").click()
+    dialog = page.get_by_role("dialog", name="New automation")
+    dialog.get_by_label("Bot").select_option("qa")
+    dialog.get_by_label("Title").fill("Daily standup")
+    dialog.get_by_label("Content").fill("@qa post the standup notes")
+    dialog.get_by_label("Cron").fill("bad cron")
+    dialog.get_by_role("button", name="Create").click()
+    expect(dialog.get_by_role("alert")).to_contain_text("not a 5-field cron expression")
+    dialog.get_by_label("Cron").fill("30 8 * * *")
+    dialog.get_by_label("Time zone").fill("Europe/Paris")
+    dialog.get_by_label("Thread").select_option(thread)
+    dialog.get_by_role("button", name="Create").click()
+    expect(dialog).to_be_hidden()
+
+    [made] = api.automations()
+    assert made["cron"] == "30 8 * * *" and made["timezone"] == "Europe/Paris" and made["thread_id"] == thread
+    row = page.locator(f'tr[data-id="{made["id"]}"]')
+    expect(row).to_contain_text("Daily standup")
+    expect(row).to_contain_text("30 8 * * * (Europe/Paris)")
+    expect(row.locator("td.next-run time")).to_have_attribute("datetime", made["next_run_at"])
+
+    row.get_by_role("checkbox").uncheck()
+    wait_until(lambda: api.automations()[0]["enabled"] is False, message="disabled")
+    expect(row.locator("td.next-run")).to_have_text("off")
+    row.get_by_role("checkbox").check()
+    wait_until(lambda: api.automations()[0]["next_run_at"] is not None, message="enabled again")
+
+    row.get_by_role("button", name="Run now").click()
+    expect(page).to_have_url(re.compile(f"#/automations/{made['id']}$"))
+    history = page.get_by_role("list", name="History")
+    expect(history.locator("li.occurrence")).to_have_count(1)
+    expect(history.locator("li.occurrence").first).to_contain_text("fired")
+    expect(history.get_by_role("link", name="Standups")).to_have_attribute("href", f"#/t/{thread}")
+    posted = [m for m in api.messages(thread) if m["metadata"].get("automation_id") == made["id"]]
+    assert [m["content"] for m in posted] == ["@qa post the standup notes"]
+    expect(row).not_to_contain_text("never")  # last run shown
+
+    row.get_by_role("button", name="Edit").click()
+    editor = page.get_by_role("dialog", name="Edit automation")
+    expect(editor.get_by_label("Content")).to_have_value("@qa post the standup notes")
+    editor.get_by_label("Content").fill("@qa standup, please")
+    editor.get_by_role("button", name="Save").click()
+    expect(editor).to_be_hidden()
+    wait_until(lambda: api.automations()[0]["content"] == "@qa standup, please", message="edited")
+
+    page.once("dialog", lambda d: d.accept())
+    page.get_by_role("button", name="Delete").click()
+    expect(page.get_by_text("No automations yet.")).to_be_visible()
+    assert api.automations() == []
