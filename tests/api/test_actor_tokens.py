@@ -51,7 +51,7 @@ async def test_an_actor_token_posts_as_its_actor_and_never_as_another(
 ) -> None:
     await _human(client, "alice")
     token = await _token(client, "alice")
-    thread_id = await team.thread()
+    thread_id = await team.thread(participants=["alice"])  # its threads only
     posted = await _post(client, thread_id, token, content="hello from alice")
     assert posted.status_code == 201, posted.text
     assert posted.json()["message"]["sender"]["handle"] == "alice"
@@ -89,7 +89,7 @@ async def test_tokens_are_stored_as_digests_and_revoking_makes_them_unauthorized
     async with rt.db.read() as s:
         stored = list(await s.scalars(select(ActorToken.token_hash)))
     assert len(stored) == 2 and first not in stored and second not in stored
-    thread_id = await team.thread()
+    thread_id = await team.thread(participants=["alice"])  # its threads only
     assert (await _post(client, thread_id, first, content="before")).status_code == 201
     assert (await client.delete("/api/v1/actors/alice/tokens")).status_code == 204
     for token in (first, second):
@@ -161,9 +161,12 @@ async def test_the_admin_answers_as_you_or_as_whom_it_names(client: httpx.AsyncC
 async def test_an_actor_token_answers_only_questions_that_reached_it(
     client: httpx.AsyncClient, team: Team
 ) -> None:
-    _thread_id, run_id = await _waiting_question(team, client)
-    await _human(client, "bob")  # never took part in the thread: the question did not reach him
+    thread_id, run_id = await _waiting_question(team, client)
+    await _human(client, "bob")
     bob = await _token(client, "bob")
+    outside = await client.post(f"/api/v1/runs/{run_id}/resume", json={"answer": "yes"}, headers=_bearer(bob))
+    _code(outside, 404, "not_found")  # not his thread: as if the run did not exist
+    await team.post(thread_id, "I am late", sender="bob")  # he joins after the question was asked
     refused = await client.post(f"/api/v1/runs/{run_id}/resume", json={"answer": "yes"}, headers=_bearer(bob))
     _code(refused, 403, "forbidden")
     alice = await _token(client, "alice")

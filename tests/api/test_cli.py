@@ -99,7 +99,7 @@ async def test_token_commands_issue_a_token_that_posts_as_its_actor_and_revoke_i
     assert issued.exit_code == 0, issued.output
     token = issued.stdout.strip()
     assert token.startswith("obt_") and "shown once" in issued.stderr
-    thread = await team.thread()
+    thread = await team.thread(participants=["alice"])  # an actor token posts in its threads only
     posted = await invoke("post", thread, "hello as alice", "--server", server, "--token", token)
     assert posted.exit_code == 0, posted.output
     first = (await team.messages(thread))[0]

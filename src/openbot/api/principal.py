@@ -19,6 +19,7 @@ from fastapi import Depends, Request
 from openbot.api.exposure import PUBLIC_ENDPOINTS, QUERY_TOKEN_ENDPOINTS
 from openbot.core.errors import Unauthorized
 from openbot.runtime.access import ADMIN, Principal
+from openbot.runtime.scope import Scope
 
 
 def _given(request: Request) -> str | None:
@@ -36,7 +37,21 @@ async def authenticate(request: Request) -> Principal:
     """The route dependency: resolve the caller once and keep it on ``request.state``."""
     principal = await _resolve(request)
     request.state.principal = principal
+    if principal.actor is not None:
+        await _scope(request, principal.actor)
     return principal
+
+
+async def _scope(request: Request, handle: str) -> None:
+    """An actor token reaches only the threads it takes part in: a thread or run named in the path
+    or the query outside them is 404 (``runtime.scope``); lists filter themselves."""
+    scope = Scope(request.app.state.runtime.db)
+    thread_id = request.path_params.get("thread_id") or request.query_params.get("thread_id")
+    if thread_id:
+        await scope.require_thread(handle, thread_id)
+    run_id = request.path_params.get("run_id") or request.query_params.get("run_id")
+    if run_id:
+        await scope.require_run(handle, run_id)
 
 
 async def _resolve(request: Request) -> Principal:

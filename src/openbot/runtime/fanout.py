@@ -24,6 +24,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 
 from openbot.runtime.bus import Signal
+from openbot.runtime.scope import StreamScope
 from openbot.store.models import Event
 
 log = logging.getLogger(__name__)
@@ -54,9 +55,12 @@ def overflow_item(buffer: int) -> bytes:
 class Stream:
     """One client's view: a replay range, then a bounded buffer filled by the fan-out."""
 
-    def __init__(self, fanout: Fanout, thread_id: str | None, after: int, cursor: int) -> None:
+    def __init__(
+        self, fanout: Fanout, thread_id: str | None, after: int, cursor: int, scope: StreamScope | None = None
+    ) -> None:
         self._fanout = fanout
         self.thread_id = thread_id
+        self.scope = scope  # an actor token's threads (None: every row of ``thread_id``, or all)
         self.after = max(after, cursor)  # rows up to here come from the replay, or were seen
         self.replay: tuple[int, int] | None = (after, cursor) if after < cursor else None
         self.buffer = fanout.buffer
@@ -108,14 +112,17 @@ class Fanout:
     def streams(self) -> int:
         return sum(len(streams) for streams in self._streams.values())
 
-    def attach(self, thread_id: str | None, after: int, head: int) -> Stream:
-        """A stream of rows after ``after``; ``head`` is the journal head the caller read just now."""
+    def attach(
+        self, thread_id: str | None, after: int, head: int, scope: StreamScope | None = None
+    ) -> Stream:
+        """A stream of rows after ``after``; ``head`` is the journal head the caller read just now;
+        with ``scope``, only the rows of the actor's threads."""
         if self._task is None or self._task.done():
             self._cursor = head
             self._pending.clear()
             self._pending.append(_READ_ALL)  # rows committed since the caller read ``head``
             self._task = asyncio.create_task(self._run(), name="openbot-event-fanout")
-        stream = Stream(self, thread_id, after, self._cursor)
+        stream = Stream(self, thread_id, after, self._cursor, scope)
         self._streams.setdefault(thread_id, set()).add(stream)
         return stream
 
@@ -198,7 +205,9 @@ class Fanout:
             item = journal_item(row)
             followers = self._streams.get(row.thread_id, ()) if row.thread_id is not None else ()
             for stream in (*everyone, *followers):
-                if row.id > stream.after:
+                if row.id <= stream.after:
+                    continue
+                if stream.scope is None or stream.scope.allows(row.type, row.thread_id, row.data):
                     stream.push(item)
 
     def _deliver_live(self, signal: Signal) -> None:
@@ -212,7 +221,8 @@ class Fanout:
         else:
             targets = [*self._streams.get(None, ()), *self._streams.get(signal.thread_id, ())]
         for stream in targets:
-            stream.push(item)
+            if stream.scope is None or stream.scope.allows(signal.type, signal.thread_id, None):
+                stream.push(item)
 
 
 __all__ = ["BUFFER", "Fanout", "Stream", "journal_item", "sse"]

@@ -7,7 +7,7 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import APIRouter, Header, Query
+from fastapi import APIRouter, Header, Query, Request
 from sse_starlette import EventSourceResponse
 
 from openbot import PROTOCOL_VERSION, __version__
@@ -15,7 +15,9 @@ from openbot.api.deps import RuntimeDep
 from openbot.api.schemas import ActivityList, Health, Info, Status
 from openbot.core.errors import InvalidArgument
 from openbot.core.json_limits import INT64_MAX
+from openbot.runtime.access import ADMIN, Principal
 from openbot.runtime.fanout import journal_item
+from openbot.runtime.scope import Scope
 from openbot.runtime.service.observe import ActivityFilter
 
 router = APIRouter()
@@ -28,6 +30,13 @@ _STREAM: dict[int | str, dict[str, Any]] = {
         "content": {"text/event-stream": {"schema": {"type": "string"}}},
     }
 }
+
+
+def _actor(request: Request) -> str | None:
+    """The actor token's handle (None: the admin). Read from the request, not ``api.principal``:
+    ``api.exposure`` imports this module, and ``api.principal`` imports ``api.exposure``."""
+    principal: Principal = getattr(request.state, "principal", ADMIN)
+    return principal.actor
 
 
 @router.get("")
@@ -49,6 +58,7 @@ async def status(rt: RuntimeDep) -> Status:
 @router.get("/activity")
 async def activity(
     rt: RuntimeDep,
+    request: Request,
     thread_id: str | None = None,
     actor: str | None = None,
     run_id: str | None = None,
@@ -57,13 +67,14 @@ async def activity(
     after_id: int | None = None,
     limit: int = Query(200, ge=1, le=2000),
 ) -> ActivityList:
-    where = ActivityFilter(thread_id, actor, run_id, event, level, after_id, limit)
+    where = ActivityFilter(thread_id, actor, run_id, event, level, after_id, limit, _actor(request))
     return {"items": await rt.observer.activity(where)}
 
 
 @router.get("/events", response_class=EventSourceResponse, responses=_STREAM)
 async def events(
     rt: RuntimeDep,
+    request: Request,
     thread_id: str | None = None,
     since: str | None = None,
     last_event_id: str | None = Header(None),
@@ -82,12 +93,15 @@ async def events(
     ahead = start > max(head, floor)
     reset_reason = "journal pruned" if start < floor else "ahead of the journal" if ahead else None
     reset = start_text is not None and reset_reason is not None
+    # An actor token's stream carries its threads' rows only (one given by ?thread_id= was checked).
+    actor = _actor(request)
+    scope = await Scope(rt.db).stream(actor) if actor and not thread_id else None
 
     async def stream() -> AsyncIterator[dict[str, Any] | bytes]:
         # One shared reader fans the journal out to every stream; this one replays what was committed
         # before that reader's position, then takes rows and live events from a bounded buffer.
         # (Subscribed here, not in the handler: a response that never streams leaves nothing behind.)
-        sub = rt.observer.subscribe(thread_id, head if reset else start, head)
+        sub = rt.observer.subscribe(thread_id, head if reset else start, head, scope)
         try:
             yield {"comment": "connected"}
             if reset:
@@ -98,7 +112,8 @@ async def events(
                 }
             if sub.replay is not None:
                 async for row in rt.observer.replay(thread_id, *sub.replay):
-                    yield journal_item(row)
+                    if scope is None or scope.allows(row.type, row.thread_id, row.data):
+                        yield journal_item(row)
             while (chunk := await sub.next()) is not None:  # ends after an ``overflow`` event
                 yield chunk
         finally:

@@ -16,12 +16,16 @@ router = APIRouter()
 @router.get("/runs", responses=errors(404))
 async def list_runs(
     rt: RuntimeDep,
+    principal: PrincipalDep,
     thread_id: str | None = None,
     bot: str | None = None,
     status: str | None = None,
     limit: int = Query(200, ge=1, le=2000),
 ) -> RunList:
-    return {"items": await rt.runs.list_runs(thread_id=thread_id, bot=bot, status=status, limit=limit)}
+    runs = await rt.runs.list_runs(
+        thread_id=thread_id, bot=bot, status=status, limit=limit, member=principal.actor
+    )
+    return {"items": runs}
 
 
 @router.get("/runs/{run_id}", responses=errors(404))

@@ -10,6 +10,7 @@ from openbot.api.deps import RuntimeDep
 from openbot.api.principal import PrincipalDep
 from openbot.api.schemas import Acked, ItemList, MessagePage, ThreadList, errors
 from openbot.runtime.commands import InboxAck, MessageCreate, ThreadCreate, ThreadUpdate
+from openbot.runtime.scope import Scope
 from openbot.runtime.views import ItemView, PostView, ThreadView
 
 router = APIRouter()
@@ -20,17 +21,23 @@ _POSTED = {
 
 
 @router.post("/threads", status_code=201, response_model=ThreadView)
-async def create_thread(rt: RuntimeDep, body: ThreadCreate) -> dict[str, Any]:
+async def create_thread(rt: RuntimeDep, principal: PrincipalDep, body: ThreadCreate) -> dict[str, Any]:
+    if principal.actor is not None and principal.actor not in body.participants:  # its thread, then
+        body = body.model_copy(update={"participants": [*body.participants, principal.actor]})
     return dict(await rt.threads.create(body))
 
 
 @router.get("/threads", response_model=ThreadList)
 async def list_threads(
     rt: RuntimeDep,
+    principal: PrincipalDep,
     q: str | None = None,
     actor: str = "you",
     limit: int = Query(200, ge=1, le=1000),
 ) -> dict[str, Any]:
+    """Most recently active first; an actor token gets the threads it takes part in (its unread)."""
+    if principal.actor is not None:
+        return {"items": await Scope(rt.db).list_threads(principal.actor, q=q, limit=limit)}
     return {"items": await rt.threads.list_threads(q=q, actor=actor, limit=limit)}
 
 

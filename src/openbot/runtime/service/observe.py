@@ -14,6 +14,7 @@ from openbot.runtime.bus import Bus
 from openbot.runtime.fanout import PAGE, Fanout, Stream
 from openbot.runtime.memory.service import MemoryIndexStatus, index_status
 from openbot.runtime.scheduler.system import ActorSystem
+from openbot.runtime.scope import StreamScope, member_threads
 from openbot.runtime.views import ActivityView, activity_view
 from openbot.store.db import Database
 from openbot.store.journal import journal_floor, journal_head, read_journal
@@ -37,6 +38,7 @@ class ActivityFilter:
     level: str | None = None
     after_id: int | None = None
     limit: int = 200
+    member: str | None = None  # an actor token's handle: the rows of its threads only
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,8 @@ class Observer:
 
     async def activity(self, where: ActivityFilter) -> list[ActivityView]:
         stmt = select(ActivityLog)
+        if where.member:
+            stmt = stmt.where(ActivityLog.thread_id.in_(member_threads(where.member)))
         if where.thread_id:
             stmt = stmt.where(ActivityLog.thread_id == where.thread_id)
         if where.actor:
@@ -114,10 +118,13 @@ class Observer:
         async with self.db.read() as s:
             return await journal_head(s), await journal_floor(s)
 
-    def subscribe(self, thread_id: str | None, after: int, head: int) -> Stream:
+    def subscribe(
+        self, thread_id: str | None, after: int, head: int, scope: StreamScope | None = None
+    ) -> Stream:
         """An event stream of rows after ``after`` (``head``: the journal head read just before),
-        fed by the one shared journal reader; replay ``Stream.replay`` first, then ``next()``."""
-        return self.fanout.attach(thread_id, after, head)
+        fed by the one shared journal reader; replay ``Stream.replay`` first, then ``next()``. With
+        ``scope`` (an actor token), only the rows of the actor's threads."""
+        return self.fanout.attach(thread_id, after, head, scope)
 
     async def replay(
         self, thread_id: str | None, after: int, upto: int | None = None

@@ -13,6 +13,7 @@ from openbot.runtime.delivery.post import Delivery
 from openbot.runtime.runs.ending import cancel
 from openbot.runtime.runs.resume import request_resume
 from openbot.runtime.scheduler.system import ActorSystem
+from openbot.runtime.scope import member_threads
 from openbot.runtime.team import get_actor
 from openbot.runtime.views import RunDetail, RunView, run_event_view, run_view
 from openbot.store.db import Database
@@ -26,10 +27,19 @@ class RunService:
     system: ActorSystem
 
     async def list_runs(
-        self, *, thread_id: str | None, bot: str | None, status: str | None, limit: int
+        self,
+        *,
+        thread_id: str | None,
+        bot: str | None,
+        status: str | None,
+        limit: int,
+        member: str | None = None,
     ) -> list[RunView]:
+        """Newest ``limit`` runs, oldest first; with ``member`` (an actor token) in its threads only."""
         async with self.db.read() as s:
             stmt = select(Run, Actor.handle).join(Actor, Actor.id == Run.bot_id)
+            if member:
+                stmt = stmt.where(Run.thread_id.in_(member_threads(member)))
             if thread_id:
                 stmt = stmt.where(Run.thread_id == thread_id)
             if bot:

@@ -1,0 +1,129 @@
+"""Actor tokens see and post only in the threads their actor takes part in (API.md, actor tokens):
+404 outside them for threads, messages, posts and runs; lists, activity and the event stream carry
+their threads only. The admin keeps full access."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+from test_events import collect
+
+from conftest import Team
+from openbot.runtime.engine import Runtime
+
+pytestmark = pytest.mark.asyncio
+
+
+def _bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+async def _actor_with_token(client: httpx.AsyncClient, handle: str, kind: str = "human") -> dict[str, str]:
+    assert (await client.post("/api/v1/actors", json={"handle": handle, "kind": kind})).status_code == 201
+    issued = await client.post(f"/api/v1/actors/{handle}/tokens")
+    return _bearer(issued.json()["token"])
+
+
+def _not_found(response: httpx.Response) -> None:
+    assert response.status_code == 404, response.text
+    assert response.json()["error"]["code"] == "not_found"
+
+
+async def _two_threads(team: Team) -> tuple[str, str]:
+    """Alice's thread (she posted there) and another one she never joined, each with a run."""
+    mine = await team.thread("alice's")
+    await team.post(mine, "@engineer hi from alice", sender="alice")
+    other = await team.thread("secret")
+    await team.post(other, "@engineer the secret plan")
+    await team.idle()
+    return mine, other
+
+
+async def test_an_actor_token_reads_only_its_threads(client: httpx.AsyncClient, team: Team) -> None:
+    alice = await _actor_with_token(client, "alice")
+    mine, other = await _two_threads(team)
+    listed = (await client.get("/api/v1/threads", headers=alice)).json()["items"]
+    assert [t["id"] for t in listed] == [mine]
+    assert (await client.get(f"/api/v1/threads/{mine}", headers=alice)).status_code == 200
+    messages = await client.get(f"/api/v1/threads/{mine}/messages", headers=alice)
+    assert messages.json()["items"][0]["content"] == "@engineer hi from alice"
+    _not_found(await client.get(f"/api/v1/threads/{other}", headers=alice))
+    _not_found(await client.get(f"/api/v1/threads/{other}/messages", headers=alice))
+    _not_found(await client.get("/api/v1/runs", params={"thread_id": other}, headers=alice))
+    runs = (await client.get("/api/v1/runs", headers=alice)).json()["items"]
+    assert {r["thread_id"] for r in runs} == {mine}
+    admin_runs = (await client.get("/api/v1/runs")).json()["items"]
+    (secret_run,) = [r for r in admin_runs if r["thread_id"] == other]
+    _not_found(await client.get(f"/api/v1/runs/{secret_run['id']}", headers=alice))
+    _not_found(await client.post(f"/api/v1/runs/{secret_run['id']}/cancel", headers=alice))
+    activity = (await client.get("/api/v1/activity", headers=alice)).json()["items"]
+    assert activity and {a["thread_id"] for a in activity} == {mine}
+    assert {t["id"] for t in (await client.get("/api/v1/threads")).json()["items"]} == {mine, other}
+
+
+async def test_an_actor_token_cannot_post_outside_its_threads(client: httpx.AsyncClient, team: Team) -> None:
+    alice = await _actor_with_token(client, "alice")
+    mine, other = await _two_threads(team)
+    before = await team.message_count()
+    _not_found(await client.post(f"/api/v1/threads/{other}/messages", json={"content": "hi"}, headers=alice))
+    assert await team.message_count() == before
+    posted = await client.post(f"/api/v1/threads/{mine}/messages", json={"content": "again"}, headers=alice)
+    assert posted.status_code == 201
+    created = await client.post("/api/v1/threads", json={"title": "alice made it"}, headers=alice)
+    assert created.status_code == 201
+    assert "alice" in [p["handle"] for p in created.json()["participants"]]
+    assert (await client.get(f"/api/v1/threads/{created.json()['id']}", headers=alice)).status_code == 200
+
+
+async def test_an_actor_token_cannot_resume_a_question_in_another_thread(
+    client: httpx.AsyncClient, team: Team
+) -> None:
+    alice = await _actor_with_token(client, "alice")
+    await team.asks("engineer", "Ship it?")
+    other = await team.thread("not alice's")
+    await team.post(other, "@engineer ship?")
+    await team.idle()
+    (run,) = [r for r in await team.runs(other) if r.status == "waiting_human"]
+    _not_found(await client.post(f"/api/v1/runs/{run.id}/resume", json={"answer": "yes"}, headers=alice))
+    assert [r.status for r in await team.runs(other)] == ["waiting_human"]
+    resumed = await client.post(f"/api/v1/runs/{run.id}/resume", json={"answer": "yes"})
+    assert resumed.status_code == 202  # the admin may
+
+
+def _threads_of(events: list[dict[str, Any]]) -> set[str]:
+    return {json.loads(e["data"]).get("thread_id") for e in events if e.get("event") == "message.created"}
+
+
+async def test_an_actor_tokens_event_stream_carries_its_threads_only(
+    server: str, client: httpx.AsyncClient, team: Team, rt: Runtime
+) -> None:
+    alice = await _actor_with_token(client, "alice")
+    mine, other = await _two_threads(team)
+    later = await team.thread("alice joins later")
+
+    async def post_more() -> None:
+        await team.post(other, "more secrets")
+        await team.post(later, "@alice please look")  # mentioned: she joins, the stream follows
+        await team.post(later, "and this too")
+
+    got = await collect(
+        f"{server}/api/v1/events",
+        {"since": "0"},
+        alice,
+        lambda got: sum(e.get("event") == "message.created" and later in e["data"] for e in got) >= 2,
+        on_connect=post_more,
+    )
+    assert _threads_of(got) == {mine, later}
+    carried = [json.loads(e["data"]) for e in got if "data" in e and e.get("event") != "comment"]
+    assert all(other not in json.dumps(d) for d in carried)
+    _not_found(await client.get("/api/v1/events", params={"thread_id": other}, headers=alice))
+    everything = await collect(
+        f"{server}/api/v1/events",
+        {"since": "0"},
+        {},
+        lambda got: _threads_of(got) >= {mine, other, later},
+    )
+    assert _threads_of(everything) == {mine, other, later}
