@@ -69,6 +69,12 @@ class Settings(BaseSettings):
     # False in an API process whose runs are executed by separate `openbot worker` processes.
     run_workers: bool = Field(True, validation_alias=_env("RUN_WORKERS"))
     max_body_bytes: int = Field(1_048_576, validation_alias=_env("MAX_BODY_BYTES"))
+    # Workspaces (DESIGN §9): every thread's working directory is inside this root (default
+    # <data-dir>/workspaces); run_shell's bounds, and whom a root OpenBot runs commands as.
+    workspaces_root: Path | None = Field(None, validation_alias=AliasChoices("OPENBOT_WORKSPACES_ROOT"))
+    shell_timeout_seconds: float = Field(30.0, gt=0, validation_alias=_env("SHELL_TIMEOUT_SECONDS"))
+    shell_memory_mb: int = Field(512, ge=16, validation_alias=_env("SHELL_MEMORY_MB"))
+    shell_user: str = Field("nobody", validation_alias=_env("SHELL_USER"))
     # Comma-separated in the environment. Host names (any port) a request may be addressed to; the
     # address a connection arrived on is always allowed, "*" allows any (api.exposure).
     allowed_hosts: Annotated[list[str], NoDecode] = Field(
@@ -99,6 +105,9 @@ class Settings(BaseSettings):
         if self.database_url:
             return self.database_url
         return f"sqlite+aiosqlite:///{(self.data_dir / 'openbot.db').resolve()}"
+
+    def resolved_workspaces_root(self) -> Path:
+        return (self.workspaces_root or self.data_dir / "workspaces").resolve()
 
     def default_model(self) -> str:
         return self.model or "scripted"

@@ -19,6 +19,7 @@ from openbot.api.limits import BodyLimit
 from openbot.api.principal import authenticate
 from openbot.api.routes import (
     automations,
+    drafts,
     memories,
     memory_upkeep,
     observability,
@@ -75,6 +76,7 @@ def create_app(
         memory_upkeep,
         webhooks,
         memories,
+        drafts,
     ):
         app.include_router(module.router, prefix="/api/v1", dependencies=protected)
     _document(app)

@@ -32,6 +32,7 @@ from openbot.config import Settings
 from openbot.core.model_errors import classify_model_error
 from openbot.runtime.tools.context import RunContext
 from openbot.runtime.tools.memory import MEMORY_TOOLS
+from openbot.runtime.tools.registry import granted
 from openbot.store.models import Actor, BotProfile
 
 _CACHED_AGENTS = 256
@@ -59,6 +60,7 @@ class AgentCache:
             self._agents.move_to_end(key)
             return agent
         tools = [t for t in self.tools if profile.memory_enabled or t.name not in MEMORY_TOOLS]
+        tools = [t for t in tools if granted(t.name, profile.tools or [], profile.workspace_access)]
         agent = create_agent(
             model,
             tools,

@@ -29,7 +29,7 @@ from openbot.runtime.memory.store import Hit, relevant
 from openbot.runtime.runs.claim import Claim
 from openbot.runtime.runs.resume import resume_payload
 from openbot.runtime.tools.memory import MEMORY_TOOLS
-from openbot.runtime.tools.registry import BUILTIN_TOOLS
+from openbot.runtime.tools.registry import BUILTIN_TOOLS, workspace_tools
 from openbot.store.db import Database
 from openbot.store.models import Actor, BotProfile, Message, Run, Thread, ThreadParticipant, TodoList
 
@@ -133,7 +133,8 @@ async def prepare(db: Database, settings: Settings, claim: Claim) -> Prepared:
 
 def _tools(profile: BotProfile) -> tuple[str, ...]:
     memory = MEMORY_TOOLS if profile.memory_enabled else ()
-    return tuple(dict.fromkeys(BUILTIN_TOOLS + memory + tuple(profile.tools or ())))
+    files = workspace_tools(profile.workspace_access)
+    return tuple(dict.fromkeys(BUILTIN_TOOLS + memory + files + tuple(profile.tools or ())))
 
 
 def _todos(todo: TodoList | None) -> list[dict[str, Any]]:

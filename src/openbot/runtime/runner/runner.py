@@ -29,6 +29,8 @@ from openbot.runtime.runs.events import add_run_event, fenced
 from openbot.runtime.runs.outcome import Outcome
 from openbot.runtime.tools.context import RunContext, ToolEnv
 from openbot.runtime.tools.registry import build_tools
+from openbot.runtime.tools.sandbox import Limits
+from openbot.runtime.tools.workspace import WorkspaceGrant
 from openbot.store.db import Database
 from openbot.store.models import PreparedContext
 
@@ -47,6 +49,11 @@ class Runner:
         self.bus = bus
         self.checkpointer = DeferredSaver(checkpointer)
         self.agents = AgentCache(settings, build_tools(), self.checkpointer)
+        self.shell_limits = Limits(
+            timeout_seconds=settings.shell_timeout_seconds,
+            memory_mb=settings.shell_memory_mb,
+            user=settings.shell_user or None,
+        )
         #: Called after a run is prepared, before its model runs (tests observe or interleave here).
         self.on_prepared: list[PreparedHook] = []
         #: Called when a run's transcript is about to be deleted, the last step of its clean-up.
@@ -81,7 +88,9 @@ class Runner:
             trigger_count=prepared.trigger_count,
         )
         agent = self.agents.agent_for(prepared.bot, prepared.profile, model)
-        env = ToolEnv(self.db, claim.bot_id, claim.bot_handle, claim.thread_id, claim.run_id)
+        env = ToolEnv(
+            self.db, claim.bot_id, claim.bot_handle, claim.thread_id, claim.run_id, self._workspace(prepared)
+        )
         context = RunContext(env=env, model=model, system_prompt=prepared.system_prompt)
         self.checkpointer.start(claim.run_id, fresh=not claim.resume)
         config = {"configurable": {"thread_id": claim.run_id}, "recursion_limit": 200}
@@ -106,6 +115,16 @@ class Runner:
                 await self._record(claim, events)
         if outcome.interrupt is None and final is not None:
             outcome.reply = final.text.strip() or None
+
+    def _workspace(self, prepared: Prepared) -> WorkspaceGrant:
+        """The run's files and shell: its thread's working directory, its bot's access."""
+        return WorkspaceGrant(
+            root=self.settings.resolved_workspaces_root(),
+            working_directory=prepared.thread.working_directory,
+            thread_id=prepared.thread.id,
+            access=prepared.profile.workspace_access,
+            limits=self.shell_limits,
+        )
 
     def _delta(self, claim: Claim, message: Any) -> None:
         """Token deltas go out live only (never journalled)."""
