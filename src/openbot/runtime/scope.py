@@ -22,7 +22,7 @@ from openbot.store.db import Database
 from openbot.store.models import Actor, Run, Thread, ThreadParticipant
 
 
-def member_threads(handle: str) -> Select[tuple[str]]:
+def member_threads(handle: str) -> Select[str]:
     """The ids of the threads ``handle`` takes part in, as a subquery."""
     return (
         select(ThreadParticipant.thread_id)
