@@ -26,6 +26,8 @@ LEASE = timedelta(minutes=5)
 """How long a process may take to reflect before another may take the row over."""
 MAX_ATTEMPTS = 3
 """A reflection that failed this often is dropped (and says so in the activity log)."""
+RETRY_AFTER = timedelta(minutes=1)
+"""A failed reflection is tried again after this, times its attempts so far."""
 
 _STAMP = PendingReflection.last_run_at.type
 
@@ -96,8 +98,9 @@ async def take(session: AsyncSession, bot_id: str, thread_id: str, delay: float)
 
 async def settle(session: AsyncSession, taken: Taken, *, done: bool, seen_upto: str | None = None) -> bool:
     """End a taken row: deleted when done and no run finished since it was taken (returns True);
-    otherwise released for the next round (a failed attempt keeps its count). ``seen_upto``: the
-    newest message the reflection read; the next round starts there."""
+    otherwise released for the next round; a failed attempt keeps its count and waits
+    :data:`RETRY_AFTER` × attempts. ``seen_upto``: the newest message the reflection read; the
+    next round starts there."""
     key = (PendingReflection.bot_id == taken.bot_id) & (PendingReflection.thread_id == taken.thread_id)
     if done:
         result = await session.execute(
@@ -108,6 +111,8 @@ async def settle(session: AsyncSession, taken: Taken, *, done: bool, seen_upto: 
         if getattr(result, "rowcount", 0):
             return True
     values: dict[str, object] = {"lease_until": None}
+    if not done:
+        values["lease_until"] = now(session) + RETRY_AFTER * taken.attempts
     if done:  # newer runs arrived: reflect on them next time, starting after what was just seen
         values.update(attempts=0, runs=PendingReflection.runs - taken.runs)
         if seen_upto is not None:

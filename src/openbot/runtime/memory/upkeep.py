@@ -45,6 +45,7 @@ class MemoryUpkeep:
         self.clock = db.clock
         self.settings = settings
         self.reflector = Reflector(db, settings)
+        self._look_again: datetime | None = None  # no scheduled job can be due before then
         self._one_at_a_time = asyncio.Lock()  # the loop's pass and a test's never overlap
 
     # ── on demand ────────────────────────────────────────────────────────────────────────────
@@ -111,7 +112,12 @@ class MemoryUpkeep:
             return list(rows)
 
     async def _claim_due(self) -> set[str]:
-        """Which scheduled jobs are due, marked as run (first sight: both start counting now)."""
+        """Which scheduled jobs are due, marked as run (first sight: both start counting now).
+
+        The row is read only when this process's last look says a job may be due (another
+        process running one meanwhile only makes the look find nothing due)."""
+        if self._look_again is not None and self.clock.now() < self._look_again:
+            return set()
         every = {
             "maintain": self.settings.memory_maintenance_interval,
             "consolidate": self.settings.memory_consolidation_interval,
@@ -120,10 +126,12 @@ class MemoryUpkeep:
             stamp = now(s)
             row = (await s.scalars(dialect(s).for_update(select(Setting).where(Setting.key == _KEY)))).first()
             if row is None:
-                s.add(Setting(key=_KEY, value={job: stamp.isoformat() for job in every}))
-                return set()
+                row = Setting(key=_KEY, value={job: stamp.isoformat() for job in every})
+                s.add(row)
             last = {job: datetime.fromisoformat(str(row.value.get(job, stamp.isoformat()))) for job in every}
             due = {job for job, seconds in every.items() if stamp - last[job] >= timedelta(seconds=seconds)}
             if due:
                 row.value = {**row.value, **{job: stamp.isoformat() for job in due}}
+                last.update(dict.fromkeys(due, stamp))
+            self._look_again = min(last[job] + timedelta(seconds=every[job]) for job in every)
             return due
