@@ -266,3 +266,20 @@ async def test_bad_memory_job_settings_are_refused_and_nothing_is_written(
     assert answer.status_code == 422 and answer.json()["error"]["code"] == "invalid_argument"
     assert problem in answer.json()["error"]["message"]
     assert (await client.get("/api/v1/bots/qa")).json() == before
+
+
+async def test_consolidation_runs_on_its_schedule(team: Team, clock: FakeClock, settings: Settings) -> None:
+    rt = team.rt
+    await rt.upkeep.step()  # first sight: the schedule starts counting now
+    await remember(rt, "engineer", "Deploys go through CI first", tier="permanent")
+    await remember(rt, "engineer", "Deploys always go through CI first", tier="permanent")
+    merge = {"action": "merge", "match": "CI", "content": "Deploys go through CI"}
+    await scripted(team, consolidation=[merge])
+    clock.advance(settings.memory_consolidation_interval - 1)
+    await rt.upkeep.step()
+    assert await activity(rt, "memory.consolidated") == []
+    clock.advance(1)
+    await rt.upkeep.step()
+    (logged,) = await activity(rt, "memory.consolidated")
+    assert [d["action"] for d in logged.detail["decisions"]] == ["merge"]
+    assert sorted(m.lifecycle for m in (await memories(rt)).values()) == ["active", "archived", "archived"]
