@@ -91,11 +91,13 @@ def _scenario(client: asgi.ASGIClient) -> None:
     runs = call("GET", "/runs", params={"thread_id": thread["id"]})["items"]
     assert {r["status"] for r in runs} == {"completed", "waiting_human"}, runs
     items = call("GET", "/actors/you/inbox")["items"]
+    automation = call("POST", "/automations", json={"bot": "engineer", "content": "hi", "cron": "0 9 * * *"})
     KNOWN.update(
         thread_id=[thread["id"]],
         run_id=[r["id"] for r in runs],
         item_id=[i["id"] for i in items],
         handle=["you", "engineer", "qa", "chief_of_staff"],
+        automation_id=[automation["id"]],
     )
 
 
