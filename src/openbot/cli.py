@@ -257,6 +257,25 @@ def automations(
         print_automations(server, token, run=run, history=history)
 
 
+@app.command()
+def drafts(
+    server: ServerOpt = DEFAULT_SERVER,
+    token: TokenOpt = None,
+    status: Annotated[
+        str, typer.Option("--status", help="pending, sent or rejected.", show_default=True)
+    ] = "pending",
+    send: Annotated[str | None, typer.Option("--send", help="Send this draft as its bot.")] = None,
+    content: Annotated[str | None, typer.Option("--content", help="With --send: send this instead.")] = None,
+    reject: Annotated[str | None, typer.Option("--reject", help="Reject this draft.")] = None,
+    reason: Annotated[str | None, typer.Option("--reason", help="With --reject: why (for the bot).")] = None,
+) -> None:
+    """Drafts bots staged with save_draft: list them, send one (maybe edited) or reject one."""
+    from openbot.draft_table import print_drafts
+
+    with _reported(server):
+        print_drafts(server, token, status=status, send=send, content=content, reject=reject, reason=reason)
+
+
 @db_app.command("upgrade")
 def db_upgrade() -> None:
     """Apply database migrations (the server also does this at start)."""

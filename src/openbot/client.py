@@ -283,6 +283,17 @@ class Client:
 
     # -- observability ----------------------------------------------------------------------
 
+    def drafts(self, status: str | None = None, bot: str | None = None) -> list[JSON]:
+        return self._items("/drafts", status=status, bot=bot)
+
+    def approve_draft(self, draft_id: str, content: str | None = None) -> JSON:
+        body = {"content": content} if content is not None else {}
+        return cast(JSON, self._request("POST", f"/drafts/{draft_id}/approve", json=body))
+
+    def reject_draft(self, draft_id: str, reason: str | None = None) -> JSON:
+        body = {"reason": reason} if reason else {}
+        return cast(JSON, self._request("POST", f"/drafts/{draft_id}/reject", json=body))
+
     def activity(self, **filters: Any) -> list[JSON]:
         return self._items("/activity", **filters)
 

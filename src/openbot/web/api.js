@@ -178,6 +178,10 @@ export const api = {
   deleteAutomation: (id) => request("DELETE", `/automations/${enc(id)}`),
   runAutomation: (id) => request("POST", `/automations/${enc(id)}/run`),
   occurrences: (id) => request("GET", `/automations/${enc(id)}/occurrences`).then((r) => r.items),
+
+  drafts: (params) => request("GET", `/drafts${qs(params)}`).then((r) => r.items),
+  approveDraft: (id, body) => request("POST", `/drafts/${enc(id)}/approve`, body || {}),
+  rejectDraft: (id, body) => request("POST", `/drafts/${enc(id)}/reject`, body || {}),
 };
 
 export function eventsUrl(since) {

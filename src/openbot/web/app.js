@@ -1,5 +1,5 @@
 // Entry point: the shell (navigation, theme, connection state, acting actor) and a hash router.
-//   #/inbox[/unread|/action]   #/threads   #/t/<thread id>   #/bots[/<handle>]   #/activity   #/automations[/<id>]
+//   #/inbox[/unread|/action]   #/threads   #/t/<thread id>   #/bots[/<handle>]   #/activity   #/automations[/<id>]   #/drafts[/sent|/rejected]
 
 import { h, clear, toast } from "/web/dom.js";
 import { describeError, ApiError } from "/web/api.js";
@@ -11,6 +11,7 @@ import * as thread from "/web/thread.js";
 import * as bots from "/web/bots.js";
 import * as activity from "/web/activity.js";
 import * as automations from "/web/automations.js";
+import * as drafts from "/web/drafts.js";
 
 const view = document.getElementById("view");
 let unmount = null;
@@ -33,6 +34,7 @@ const ROUTES = {
   bots: { nav: "bots", module: bots, title: "Bots" },
   activity: { nav: "activity", module: activity, title: "Activity" },
   automations: { nav: "automations", module: automations, title: "Automations" },
+  drafts: { nav: "drafts", module: drafts, title: "Drafts" },
 };
 
 function route() {

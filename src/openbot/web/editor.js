@@ -5,6 +5,7 @@ import { h, json, avatar, toast, nextId } from "/web/dom.js";
 import { api, describeError } from "/web/api.js";
 import { store } from "/web/store.js";
 
+const WORKSPACE_ACCESS = { none: "None", read: "Read", write: "Read and write" };
 const BUILTIN_TOOLS = ["list_bots", "ask_human", "read_history", "recall_messages", "todo_write"];
 const MODELS = ["scripted", "anthropic:claude-sonnet-4-5", "openai:gpt-4o", "ollama:llama3.1"];
 
@@ -52,6 +53,11 @@ export class BotEditor {
     this.memory = h("input", { type: "checkbox", checked: Boolean(bot.memory_enabled) });
     this.enabled = h("input", { type: "checkbox", checked: bot.enabled !== false });
     this.parallel = h("input", { type: "number", min: 1, max: 64, step: 1, value: bot.max_parallel_threads ?? 1 });
+    const access = bot.workspace_access || "read";
+    this.workspace = h(
+      "select",
+      Object.entries(WORKSPACE_ACCESS).map(([value, label]) => h("option", { value, selected: value === access }, label)),
+    );
   }
 
   form() {
@@ -67,8 +73,9 @@ export class BotEditor {
       h("datalist", { id: this.modelList }, MODELS.map((m) => h("option", { value: m }))),
       field("Description", this.description),
       field("Instructions", this.instructions),
-      field("Extra tools", this.tools, `Comma-separated, beyond the built-ins every bot has (${BUILTIN_TOOLS.join(", ")}).`),
+      field("Extra tools", this.tools, `Comma-separated, beyond the built-ins every bot has (${BUILTIN_TOOLS.join(", ")}): run_shell, save_draft.`),
       field("Approval tools", this.approval, "Comma-separated. Calls to these tools wait for a human decision (approve, edit, reject)."),
+      field("Workspace access", this.workspace, "The files of the thread's working directory: list, read and search them; with write, also write and edit."),
       h(
         "div.grid3",
         field("Max parallel threads", this.parallel),
@@ -106,6 +113,7 @@ export class BotEditor {
       memory_enabled: this.memory.checked,
       enabled: this.enabled.checked,
       max_parallel_threads: Number(this.parallel.value) || 1,
+      workspace_access: this.workspace.value,
     };
   }
 

@@ -8,6 +8,7 @@ import { live } from "/web/live.js";
 import { store } from "/web/store.js";
 import { interruptCard } from "/web/interrupts.js";
 import { threadRow } from "/web/threads.js";
+import { draftCard } from "/web/drafts.js";
 
 const TABS = [
   { id: "all", label: "All", path: "#/inbox" },
@@ -25,6 +26,7 @@ export function mount(container, parts) {
       reloadAction();
     }),
     live.on("inbox.updated", reloadAction),
+    live.on("draft.updated", reloadAction),
     live.on("run.updated", (run) => {
       if (run && (run.status === "waiting_human" || view.actionRuns.some((r) => r.id === run.id))) reloadAction();
     }),
@@ -47,6 +49,7 @@ class InboxView {
     this.tabButtons = new Map();
     this.counts = new Map();
     this.actionRuns = [];
+    this.actionDrafts = []; // pending drafts: a person sends or rejects them
     this.loadingAction = false;
     this.firstLoad = true;
     this.actionEls = new Map(); // run id → element, reused so a half-typed answer survives updates
@@ -104,7 +107,8 @@ class InboxView {
     const unread = all.filter((t) => t.unread > 0).length;
     this.counts.get("all").textContent = all.length ? ` ${all.length}` : "";
     this.counts.get("unread").textContent = unread ? ` ${unread}` : "";
-    this.counts.get("action").textContent = this.actionRuns.length ? ` ${this.actionRuns.length}` : "";
+    const action = this.actionRuns.length + this.actionDrafts.length;
+    this.counts.get("action").textContent = action ? ` ${action}` : "";
     this.markAll.hidden = unread === 0;
     this.actorNote.textContent = `for @${store.actor}`;
   }
@@ -134,9 +138,16 @@ class InboxView {
       this.panel.append(h("p.muted", "Loading…"));
       return;
     }
-    if (!this.actionRuns.length) {
+    if (!this.actionRuns.length && !this.actionDrafts.length) {
       this.panel.append(h("div.empty", "Nothing needs you right now."));
       return;
+    }
+    if (this.actionDrafts.length) {
+      const reload = () => this.loadAction().catch(() => {});
+      this.panel.append(
+        h("h2.small", { id: "action-drafts" }, "Drafts to send or reject"),
+        h("ul.draft-list", { "aria-labelledby": "action-drafts" }, this.actionDrafts.map((d) => draftCard(d, reload))),
+      );
     }
     this.panel.append(
       h(
@@ -158,13 +169,14 @@ class InboxView {
   async loadAction() {
     this.loadingAction = true;
     try {
-      const { runs, asked } = await waitingRuns();
-      const previous = this.actionRuns.map((r) => r.id).join(",");
+      const [{ runs, asked }, drafts] = await Promise.all([waitingRuns(), api.drafts({ status: "pending" }).catch(() => [])]);
+      const previous = [...this.actionRuns, ...this.actionDrafts].map((r) => r.id).join(",");
+      this.actionDrafts = drafts;
       this.actionRuns = [...runs.values()]
         .filter((r) => r.status === "waiting_human" && r.interrupt)
         .sort((a, b) => (asked.get(a.id) || a.created_at || "").localeCompare(asked.get(b.id) || b.created_at || ""));
       for (const id of this.actionEls.keys()) if (!runs.has(id)) this.actionEls.delete(id);
-      if (previous === this.actionRuns.map((r) => r.id).join(",") && !this.firstLoad) {
+      if (previous === [...this.actionRuns, ...this.actionDrafts].map((r) => r.id).join(",") && !this.firstLoad) {
         this.renderCounts();
         return;
       }
