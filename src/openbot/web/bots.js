@@ -5,6 +5,7 @@ import { h, fill, clear, avatar, nextId } from "/web/dom.js";
 import { api, describeError } from "/web/api.js";
 import { store } from "/web/store.js";
 import { BotEditor } from "/web/editor.js";
+import { botTabs } from "/web/memory.js";
 
 function threadLink(id) {
   return h("a", { href: `#/t/${encodeURIComponent(id)}` }, store.threadTitle(id));
@@ -43,6 +44,7 @@ function joinNodes(nodes) {
 
 export function mount(container, parts) {
   let selected = parts[1] || null;
+  let tab = parts[2] || "settings";
   const list = h("ul.bot-list", { "aria-label": "Bots" });
   const editorHost = h("div.bot-editor-host");
   container.append(
@@ -71,7 +73,7 @@ export function mount(container, parts) {
       editor = null;
       return;
     }
-    if (editor && editor.handle === selected) {
+    if (editor && editor.handle === selected && editor.tab === tab) {
       fill(editor.stateEl, ...stateLine(bot)); // live state; unsaved edits stay
       return;
     }
@@ -80,7 +82,8 @@ export function mount(container, parts) {
       location.hash = "#/bots";
     };
     editor = new BotEditor(bot, { state: stateLine(bot), onDeleted });
-    fill(editorHost, editor.el);
+    editor.tab = tab;
+    fill(editorHost, botTabs(bot.handle, editor.el, tab));
   }
 
   function render() {
@@ -93,6 +96,7 @@ export function mount(container, parts) {
   const dispose = () => off();
   dispose.route = (newParts) => {
     selected = newParts[1] || null;
+    tab = newParts[2] || "settings";
     render();
     if (editor) editor.el.querySelector("input, textarea")?.focus();
   };

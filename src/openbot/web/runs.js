@@ -4,6 +4,7 @@
 import { h, fill, clear, json, duration, timeEl, toast } from "/web/dom.js";
 import { api, describeError } from "/web/api.js";
 import { interruptCard } from "/web/interrupts.js";
+import { runContext } from "/web/memory.js";
 
 export const OPEN_STATUSES = new Set(["queued", "running", "waiting_human"]);
 
@@ -53,6 +54,7 @@ export class RunCard {
     this.details = h("details.run-details");
     this.detailsBody = h("div.run-details-body");
     this.details.append(h("summary", "Details"), this.detailsBody);
+    this.context = runContext(run.id);
     this.details.addEventListener("toggle", () => {
       if (this.details.open) this.loadEvents();
     });
@@ -227,6 +229,7 @@ export class RunCard {
         h("dd", usageText(run.usage) || "—"),
         run.error ? [h("dt", "Error"), h("dd.error-text", errorText(run.error))] : null,
       ),
+      this.context,
     );
     const steps = [...this.events.values()].sort((a, b) => a.seq - b.seq);
     if (!this.eventsLoaded && !steps.length) {
