@@ -45,7 +45,14 @@ class ActivityView {
       h(
         "section.page.activity",
         { "aria-labelledby": "activity-title" },
-        h("div.page-head", h("h1", { id: "activity-title" }, "Activity"), h("span.spacer"), h("label.check", this.tail, h("span", "Live tail")), this.status),
+        h(
+          "div.page-head",
+          h("h1", { id: "activity-title" }, "Activity"),
+          h("span.spacer"),
+          h("a.small", { href: "#/webhooks" }, "Webhook deliveries"),
+          h("label.check", this.tail, h("span", "Live tail")),
+          this.status,
+        ),
         h(
           "form.filters",
           { "aria-label": "Filters", onsubmit: (e) => e.preventDefault() },

@@ -11,6 +11,7 @@ import * as thread from "/web/thread.js";
 import * as bots from "/web/bots.js";
 import * as activity from "/web/activity.js";
 import * as automations from "/web/automations.js";
+import * as webhooks from "/web/webhooks.js";
 import * as drafts from "/web/drafts.js";
 
 const view = document.getElementById("view");
@@ -34,6 +35,7 @@ const ROUTES = {
   bots: { nav: "bots", module: bots, title: "Bots" },
   activity: { nav: "activity", module: activity, title: "Activity" },
   automations: { nav: "automations", module: automations, title: "Automations" },
+  webhooks: { nav: "activity", module: webhooks, title: "Webhook deliveries" },
   drafts: { nav: "drafts", module: drafts, title: "Drafts" },
 };
 

@@ -20,6 +20,7 @@ const EVENT_TYPES = [
   "activity.created",
   "automation.updated",
   "automation.fired",
+  "webhook.updated",
   "draft.updated",
   "text.delta",
   "reset",
