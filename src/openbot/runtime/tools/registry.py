@@ -8,6 +8,7 @@ from __future__ import annotations
 from langchain_core.tools import BaseTool
 
 from openbot.runtime.tools.automations import (
+    AUTOMATION_TOOLS,
     create_automation,
     delete_automation,
     list_automations,
@@ -29,7 +30,7 @@ BUILTIN_TOOLS = (
 )
 # Optional built-ins a bot has only when its ``tools`` name them; the workspace file tools come
 # with its ``workspace_access`` instead (read: list, read, search; write: also write and edit).
-GRANTED_TOOLS = ("run_shell", "save_draft")
+GRANTED_TOOLS = ("run_shell", "save_draft", *AUTOMATION_TOOLS)
 WORKSPACE_ACCESS = ("none", "read", "write")
 
 
