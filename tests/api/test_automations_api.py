@@ -72,3 +72,40 @@ async def test_automation_routes_round_trip(client: httpx.AsyncClient, team: Tea
     assert (await client.delete(f"/api/v1/automations/{made['id']}")).status_code == 204
     assert (await client.get(f"/api/v1/automations/{made['id']}")).status_code == 404
     assert (await client.post(f"/api/v1/automations/{made['id']}/run")).status_code == 404
+
+
+async def test_an_actor_token_sees_and_changes_only_its_own_automations(
+    client: httpx.AsyncClient, team: Team
+) -> None:
+    assert (await client.post("/api/v1/actors", json={"kind": "human", "handle": "alice"})).status_code == 201
+    token = (await client.post("/api/v1/actors/alice/tokens")).json()["token"]
+    alice = {"Authorization": f"Bearer {token}"}
+    hers = await team.thread("alice's", participants=["alice", "engineer"])
+    not_hers = await team.thread("not alice's")
+    ours = (
+        await client.post("/api/v1/automations", json={"bot": "qa", "content": "x", "cron": "0 9 * * *"})
+    ).json()
+
+    body = {"bot": "engineer", "content": "ping", "cron": "0 10 * * *", "thread_id": not_hers}
+    refused = await client.post("/api/v1/automations", json=body, headers=alice)
+    assert refused.status_code == 422 and refused.json()["error"]["details"]["reason"] == "unknown_thread"
+    as_you = await client.post("/api/v1/automations", json={**body, "owner": "you"}, headers=alice)
+    assert as_you.status_code == 403
+    made = await client.post("/api/v1/automations", json={**body, "thread_id": hers}, headers=alice)
+    assert made.status_code == 201 and made.json()["owner"] == "alice"
+    mine = made.json()["id"]
+
+    listed = (await client.get("/api/v1/automations", headers=alice)).json()["items"]
+    assert [a["id"] for a in listed] == [mine]
+    assert {a["id"] for a in (await client.get("/api/v1/automations")).json()["items"]} == {ours["id"], mine}
+    path = f"/api/v1/automations/{ours['id']}"
+    assert (await client.get(path, headers=alice)).status_code == 404
+    assert (await client.patch(path, json={"enabled": False}, headers=alice)).status_code == 404
+    assert (await client.post(f"{path}/run", headers=alice)).status_code == 404
+    assert (await client.get(f"{path}/occurrences", headers=alice)).status_code == 404
+    assert (await client.delete(path, headers=alice)).status_code == 404
+    moved = await client.patch(f"/api/v1/automations/{mine}", json={"thread_id": not_hers}, headers=alice)
+    assert moved.status_code == 422
+    ran = await client.post(f"/api/v1/automations/{mine}/run", headers=alice)
+    assert ran.status_code == 201 and ran.json()["thread_id"] == hers
+    assert (await client.get(path)).json()["enabled"] is True

@@ -35,28 +35,31 @@ async def create_automation(
 ) -> dict[str, Any]:
     """A cron (in `timezone`) or one-shot (`at`) post of `content` to `bot`, as `owner`."""
     owner = principal.speaker(body.owner if "owner" in body.model_fields_set else None)
-    return dict(await rt.automations.create(body, owner=owner))
+    return dict(await rt.automations.create(body, owner=owner, actor=principal.actor))
 
 
 @router.get("/automations", response_model=AutomationList)
-async def list_automations(rt: RuntimeDep, bot: str | None = None) -> dict[str, Any]:
-    return {"items": await rt.automations.list_automations(bot=bot)}
+async def list_automations(rt: RuntimeDep, principal: PrincipalDep, bot: str | None = None) -> dict[str, Any]:
+    """Every automation (an actor token: those it owns)."""
+    return {"items": await rt.automations.list_automations(bot=bot, actor=principal.actor)}
 
 
 @router.get("/automations/{automation_id}", response_model=AutomationView, responses=errors(404))
-async def get_automation(rt: RuntimeDep, automation_id: str) -> dict[str, Any]:
-    return dict(await rt.automations.get(automation_id))
+async def get_automation(rt: RuntimeDep, principal: PrincipalDep, automation_id: str) -> dict[str, Any]:
+    return dict(await rt.automations.get(automation_id, actor=principal.actor))
 
 
 @router.patch("/automations/{automation_id}", response_model=AutomationView, responses=errors(404))
-async def update_automation(rt: RuntimeDep, automation_id: str, body: AutomationUpdate) -> dict[str, Any]:
+async def update_automation(
+    rt: RuntimeDep, principal: PrincipalDep, automation_id: str, body: AutomationUpdate
+) -> dict[str, Any]:
     """Partial; changing the schedule or enabling re-arms `next_run_at` from now."""
-    return dict(await rt.automations.update(automation_id, body))
+    return dict(await rt.automations.update(automation_id, body, actor=principal.actor))
 
 
 @router.delete("/automations/{automation_id}", status_code=204, responses=errors(404))
-async def delete_automation(rt: RuntimeDep, automation_id: str) -> Response:
-    await rt.automations.delete(automation_id)
+async def delete_automation(rt: RuntimeDep, principal: PrincipalDep, automation_id: str) -> Response:
+    await rt.automations.delete(automation_id, actor=principal.actor)
     return Response(status_code=204)
 
 
@@ -66,13 +69,13 @@ async def delete_automation(rt: RuntimeDep, automation_id: str) -> Response:
     response_model=OccurrenceView,
     responses=errors(404, 409),
 )
-async def run_automation(rt: RuntimeDep, automation_id: str) -> dict[str, Any]:
+async def run_automation(rt: RuntimeDep, principal: PrincipalDep, automation_id: str) -> dict[str, Any]:
     """Fire now (the schedule does not move): the new occurrence."""
-    return dict(await rt.automations.run_now(automation_id))
+    return dict(await rt.automations.run_now(automation_id, actor=principal.actor))
 
 
 @router.get("/automations/{automation_id}/occurrences", response_model=OccurrenceList, responses=errors(404))
 async def list_occurrences(
-    rt: RuntimeDep, automation_id: str, limit: int = Query(100, ge=1, le=1000)
+    rt: RuntimeDep, principal: PrincipalDep, automation_id: str, limit: int = Query(100, ge=1, le=1000)
 ) -> dict[str, Any]:
-    return {"items": await rt.automations.occurrences(automation_id, limit=limit)}
+    return {"items": await rt.automations.occurrences(automation_id, limit=limit, actor=principal.actor)}

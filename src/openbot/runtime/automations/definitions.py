@@ -21,7 +21,7 @@ from openbot.runtime.automations.views import AutomationView, automation_view
 from openbot.runtime.team import get_actor
 from openbot.store.db import now
 from openbot.store.journal import append_event, log_activity
-from openbot.store.models import Actor, Automation, Thread
+from openbot.store.models import Actor, Automation, Thread, ThreadParticipant
 
 HEARTBEAT_PROMPT = (
     "Heartbeat: review this thread. Continue any unfinished item of your todo list, "
@@ -57,8 +57,17 @@ async def _actor(session: AsyncSession, handle: str, field: str, kind: str | Non
         raise _refuse(f"no {kind or 'actor'} @{handle}", field, f"unknown_{field}") from exc
 
 
-async def _check_thread(session: AsyncSession, thread_id: str | None) -> None:
-    if thread_id is not None and await session.get(Thread, thread_id) is None:
+async def _check_thread(session: AsyncSession, thread_id: str | None, member: str | None) -> None:
+    """The thread exists (and, for an actor token's ``member``, that actor takes part in it)."""
+    if thread_id is None:
+        return
+    stmt = select(Thread.id).where(Thread.id == thread_id)
+    if member is not None:
+        stmt = stmt.join(ThreadParticipant, ThreadParticipant.thread_id == Thread.id).join(
+            Actor, Actor.id == ThreadParticipant.actor_id
+        )
+        stmt = stmt.where(Actor.handle == member)
+    if await session.scalar(stmt) is None:
         raise _refuse(f"thread {thread_id} not found", "thread_id", "unknown_thread")
 
 
@@ -72,10 +81,13 @@ def _arm(session: AsyncSession, row: Automation) -> None:
         raise _refuse("'at' is in the past", "at", "at_in_past")
 
 
-async def create(session: AsyncSession, command: AutomationCreate, owner: str) -> Automation:
+async def create(
+    session: AsyncSession, command: AutomationCreate, owner: str, *, scoped: bool = False
+) -> Automation:
+    """``scoped``: the owner is an actor token's actor, so ``thread_id`` must be one of its threads."""
     bot = await _actor(session, command.bot, "bot", kind="bot")
     author = await _actor(session, owner, "owner")
-    await _check_thread(session, command.thread_id)
+    await _check_thread(session, command.thread_id, owner if scoped else None)
     content = command.content.strip() or (HEARTBEAT_PROMPT if command.kind == "heartbeat" else "")
     if not content:
         raise _refuse("content must not be empty", "content", "empty_content")
@@ -106,8 +118,11 @@ async def create(session: AsyncSession, command: AutomationCreate, owner: str) -
     return row
 
 
-async def update(session: AsyncSession, automation_id: str, command: AutomationUpdate) -> Automation:
-    row = await get(session, automation_id)
+async def update(
+    session: AsyncSession, automation_id: str, command: AutomationUpdate, *, owner: str | None = None
+) -> Automation:
+    """``owner``: an actor token's actor, who may change only its own automations."""
+    row = await get(session, automation_id, owner=owner)
     given = command.model_fields_set
     if "timezone" in given and command.timezone is not None:
         cron.zone(command.timezone)
@@ -119,7 +134,7 @@ async def update(session: AsyncSession, automation_id: str, command: AutomationU
             raise _refuse("give exactly one of 'cron' and 'at'", "cron", "schedule")
         row.at, row.cron = parse_at(command.at, row.timezone), None
     if "thread_id" in given:
-        await _check_thread(session, command.thread_id)
+        await _check_thread(session, command.thread_id, owner)
         row.thread_id = command.thread_id
     if command.content is not None:
         if not command.content.strip():
@@ -137,15 +152,19 @@ async def update(session: AsyncSession, automation_id: str, command: AutomationU
     return row
 
 
-async def delete(session: AsyncSession, automation_id: str) -> None:
-    row = await get(session, automation_id)
+async def delete(session: AsyncSession, automation_id: str, *, owner: str | None = None) -> None:
+    row = await get(session, automation_id, owner=owner)
     await session.delete(row)
     append_event(session, "automation.updated", {"id": automation_id, "deleted": True}, None)
     log_activity(session, "automation.deleted", f"automation {automation_id} deleted")
 
 
-async def get(session: AsyncSession, automation_id: str) -> Automation:
+async def get(session: AsyncSession, automation_id: str, *, owner: str | None = None) -> Automation:
+    """The automation; with ``owner`` (an actor token's actor) only one it owns, else 404."""
     row = await session.get(Automation, automation_id)
+    if row is not None and owner is not None:
+        owner_id = await session.scalar(select(Actor.id).where(Actor.handle == owner))
+        row = row if row.owner_id == owner_id else None
     if row is None:
         raise NotFound(f"automation {automation_id} not found", {"automation_id": automation_id})
     return row
@@ -167,10 +186,14 @@ async def view(session: AsyncSession, automation_id: str) -> AutomationView:
     return automation_view(row, bot, owner)
 
 
-async def list_views(session: AsyncSession, *, bot: str | None = None) -> list[AutomationView]:
+async def list_views(
+    session: AsyncSession, *, bot: str | None = None, owner: str | None = None
+) -> list[AutomationView]:
     stmt = _with_handles().order_by(Automation.created_at, Automation.id)
     if bot is not None:
         stmt = stmt.where(_Bot.handle == bot)
+    if owner is not None:
+        stmt = stmt.where(_Owner.handle == owner)
     return [automation_view(row, bot, owner) for row, bot, owner in await session.execute(stmt)]
 
 

@@ -39,32 +39,43 @@ class AutomationService:
     _one_pass: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     # ── records ────────────────────────────────────────────────────────────────────────────
-    async def create(self, command: AutomationCreate, *, owner: str) -> AutomationView:
+    # ``actor``: the actor an actor token acts as, who sees and changes only the automations it
+    # owns (404 for the others) and schedules only into threads it takes part in; None: the admin.
+    async def create(
+        self, command: AutomationCreate, *, owner: str, actor: str | None = None
+    ) -> AutomationView:
         async with self.db.transaction() as s:
-            row = await definitions.create(s, command, owner)
+            row = await definitions.create(s, command, owner, scoped=actor is not None)
             return await definitions.view(s, row.id)
 
-    async def list_automations(self, *, bot: str | None = None) -> list[AutomationView]:
+    async def list_automations(
+        self, *, bot: str | None = None, actor: str | None = None
+    ) -> list[AutomationView]:
         async with self.db.read() as s:
-            return await definitions.list_views(s, bot=bot)
+            return await definitions.list_views(s, bot=bot, owner=actor)
 
-    async def get(self, automation_id: str) -> AutomationView:
+    async def get(self, automation_id: str, *, actor: str | None = None) -> AutomationView:
         async with self.db.read() as s:
+            await definitions.get(s, automation_id, owner=actor)
             return await definitions.view(s, automation_id)
 
-    async def update(self, automation_id: str, command: AutomationUpdate) -> AutomationView:
+    async def update(
+        self, automation_id: str, command: AutomationUpdate, *, actor: str | None = None
+    ) -> AutomationView:
         async with self.db.transaction() as s:
-            await definitions.update(s, automation_id, command)
+            await definitions.update(s, automation_id, command, owner=actor)
             return await definitions.view(s, automation_id)
 
-    async def delete(self, automation_id: str) -> None:
+    async def delete(self, automation_id: str, *, actor: str | None = None) -> None:
         async with self.db.transaction() as s:
-            await definitions.delete(s, automation_id)
+            await definitions.delete(s, automation_id, owner=actor)
 
-    async def occurrences(self, automation_id: str, *, limit: int = 100) -> list[OccurrenceView]:
+    async def occurrences(
+        self, automation_id: str, *, limit: int = 100, actor: str | None = None
+    ) -> list[OccurrenceView]:
         """The newest ``limit`` occurrences, newest first."""
         async with self.db.read() as s:
-            await definitions.get(s, automation_id)
+            await definitions.get(s, automation_id, owner=actor)
             rows = await s.scalars(
                 select(AutomationOccurrence)
                 .where(AutomationOccurrence.automation_id == automation_id)
@@ -74,8 +85,10 @@ class AutomationService:
             return [occurrence_view(r) for r in rows]
 
     # ── firing ─────────────────────────────────────────────────────────────────────────────
-    async def run_now(self, automation_id: str) -> OccurrenceView:
+    async def run_now(self, automation_id: str, *, actor: str | None = None) -> OccurrenceView:
         """Fire once now, whatever the schedule (which does not move)."""
+        if actor is not None:
+            await self.get(automation_id, actor=actor)
         try:
             async with self.db.transaction() as s:
                 occurrence = await firing.fire(
