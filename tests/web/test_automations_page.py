@@ -75,3 +75,22 @@ def test_automations_page_creates_toggles_runs_edits_and_deletes(
     page.get_by_role("button", name="Delete").click()
     expect(page.get_by_text("No automations yet.")).to_be_visible()
     assert api.automations() == []
+
+
+def test_a_heartbeat_is_created_from_the_page_with_its_default_prompt(
+    page: Page, server: LiveServer, api: Client
+) -> None:
+    page.goto(f"{server.url}/#/automations")
+    expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+    page.get_by_role("button", name="New automation").click()
+    dialog = page.get_by_role("dialog", name="New automation")
+    dialog.get_by_label("Bot").select_option("engineer")
+    dialog.get_by_label("Kind").select_option("heartbeat")
+    dialog.get_by_label("Cron").fill("*/30 * * * *")
+    dialog.get_by_role("button", name="Create").click()
+    expect(dialog).to_be_hidden()
+    [beat] = [a for a in api.automations() if a["kind"] == "heartbeat"]
+    assert beat["bot"] == "engineer" and beat["content"].startswith("Heartbeat:")
+    row = page.locator(f'tr[data-id="{beat["id"]}"]')
+    expect(row).to_contain_text("heartbeat")
+    expect(row).to_contain_text("*/30 * * * * (UTC)")

@@ -189,7 +189,13 @@ export function openEditor(a, onSaved) {
   const threads = [...store.threads.values()].sort((x, y) => (x.title || "").localeCompare(y.title || ""));
   const bot = h("select", { disabled: Boolean(a) }, bots.map((b) => h("option", { value: b, selected: a ? a.bot === b : false }, `@${b}`)));
   const title = h("input", { type: "text", value: a?.title || "", placeholder: "Morning summary" });
-  const content = h("textarea", { rows: 3, required: true }, a?.content || "");
+  const content = h("textarea", { rows: 3 }, a?.content || "");
+  const purpose = h(
+    "select",
+    { disabled: Boolean(a) },
+    h("option", { value: "message", selected: a?.kind !== "heartbeat" }, "A message to the bot"),
+    h("option", { value: "heartbeat", selected: a?.kind === "heartbeat" }, "Heartbeat: review threads with open todos"),
+  );
   const kind = h("select", h("option", { value: "cron", selected: !a || Boolean(a.cron) }, "Repeating (cron)"), h("option", { value: "at", selected: Boolean(a && a.at) }, "Once"));
   const cron = h("input", { type: "text", value: a?.cron || "0 9 * * 1-5", spellcheck: false });
   const at = h("input", { type: "datetime-local", value: a?.at ? a.at.slice(0, 16) : "" });
@@ -211,8 +217,9 @@ export function openEditor(a, onSaved) {
     "form.stack",
     h("h2", { id: "automation-editor-title" }, heading),
     field("Bot", bot),
+    field("Kind", purpose, "a heartbeat wakes the bot in each thread where its todo list has unfinished items"),
     field("Title", title),
-    field("Content", content, "posted as you, addressed to the bot"),
+    field("Content", content, "posted as you, addressed to the bot (a heartbeat has a default)"),
     field("Schedule", kind),
     cronField,
     atField,
@@ -233,7 +240,7 @@ export function openEditor(a, onSaved) {
     else body.at = at.value;
     try {
       if (a) await api.updateAutomation(a.id, body);
-      else await api.createAutomation({ bot: bot.value, ...body });
+      else await api.createAutomation({ bot: bot.value, kind: purpose.value, ...body });
       dialog.close();
       toast(a ? "Automation saved" : "Automation created");
       onSaved();
