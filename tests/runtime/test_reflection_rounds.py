@@ -4,12 +4,14 @@ and then given up on, visibly (invariant 12, DESIGN §8)."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx
 from sqlalchemy import select
 
-from conftest import Team
+from conftest import Boot, Team
+from openbot.config import Settings
 from openbot.core.clock import FakeClock
 from openbot.runtime.commands import BotUpdate
 from openbot.runtime.memory import pending
@@ -20,6 +22,7 @@ DELAY = 30.0
 
 
 async def script(team: Team, model: str = "scripted", **jobs: Any) -> None:
+    """@engineer replies "done"; ``jobs`` are more model settings (reflection, delay_ms…)."""
     command = BotUpdate(model=model, model_settings={"script": [{"match": ".", "reply": "done"}], **jobs})
     async with team.rt.db.transaction() as s:
         await update_bot(s, "engineer", command)
@@ -48,10 +51,9 @@ async def test_a_run_that_ends_during_a_reflection_is_reflected_on_next_time(
     thread = await team.thread()
     await team.post(thread, "@engineer first")
     await team.idle()
-    clock.advance(DELAY)
-    async with team.rt.db.transaction() as s:
+    async with team.rt.db.transaction() as s:  # taken at once (a delay of 0): the loop stays out
         bot = await get_actor(s, "engineer")
-        taken = await pending.take(s, bot.id, thread, DELAY)
+        taken = await pending.take(s, bot.id, thread, 0)
     assert taken is not None
     async with team.rt.db.transaction() as s:
         await pending.schedule(s, bot.id, thread, None)  # a later run ends while it reflects
@@ -109,3 +111,30 @@ async def test_a_failing_reflection_is_retried_then_given_up_visibly(
     assert gave_up.level == "error" and gave_up.detail["attempts"] == pending.MAX_ATTEMPTS
     shown = (await client.get("/api/v1/activity", params={"event": "memory."})).json()["items"]
     assert [item["event"] for item in shown] == ["memory.reflected"]
+
+
+async def test_a_stop_mid_reflection_gives_the_row_back(
+    boot: Boot, settings: Settings, clock: FakeClock
+) -> None:
+    settings.drain_seconds = 0
+    async with boot() as rt:
+        team = Team(rt)
+        lesson = [{"op": "create", "content": "Prefer small pull requests"}]
+        await script(team, reflection=lesson)
+        thread = await team.thread()
+        await team.post(thread, "@engineer go")
+        await team.idle()
+        await script(team, reflection=lesson, delay_ms=60_000)  # the reflection call never ends
+        clock.advance(DELAY)  # the upkeep loop wakes and starts reflecting
+        async with asyncio.timeout(10):
+            while not rt.upkeep.reflector.holding:  # noqa: ASYNC110 - yields to the loop's task; no time passes
+                await asyncio.sleep(0)
+        (row,) = await rows(team)
+        assert row.lease_until is not None and row.attempts == 1
+    async with boot() as rt:  # the clock has not moved: no lease expired, yet it is due again
+        team = Team(rt)
+        (row,) = await rows(team)
+        assert (row.lease_until, row.attempts) == (None, 0)
+        await script(team, reflection=lesson)
+        await rt.upkeep.step()
+        assert await contents(team) == ["Prefer small pull requests"]

@@ -62,7 +62,11 @@ def job_model(model: str, model_settings: dict[str, Any], *, handle: str, job: s
             )
         key = {"reflection": "reflection", "proposer": "consolidation"}.get(job)
         operations = list(model_settings.get(key) or []) if key else []
-        return ScriptedJobModel(handle=handle.lstrip("@"), job=job, operations=operations)
+        delay_ms = model_settings.get("delay_ms", 0)
+        delay_ms = delay_ms if isinstance(delay_ms, int) and not isinstance(delay_ms, bool) else 0
+        return ScriptedJobModel(
+            handle=handle.lstrip("@"), job=job, operations=operations, delay_ms=max(0, delay_ms)
+        )
     return build_chat_model(model, model_settings, handle=handle, trigger_text="", trigger_count=0)
 
 

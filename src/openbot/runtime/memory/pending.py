@@ -105,7 +105,11 @@ async def settle(session: AsyncSession, taken: Taken, *, done: bool, seen_upto: 
     if done:
         result = await session.execute(
             delete(PendingReflection)
-            .where(key, PendingReflection.last_run_at == taken.last_run_at)
+            .where(
+                key,
+                PendingReflection.last_run_at == taken.last_run_at,  # no run ended since it was taken
+                PendingReflection.runs == taken.runs,  # (not even one at the same instant)
+            )
             .execution_options(synchronize_session=False)
         )
         if getattr(result, "rowcount", 0):
@@ -119,6 +123,15 @@ async def settle(session: AsyncSession, taken: Taken, *, done: bool, seen_upto: 
             values["from_message_id"] = seen_upto
     await session.execute(update(PendingReflection).where(key).values(**values))
     return False
+
+
+async def release(session: AsyncSession, bot_id: str, thread_id: str) -> None:
+    """Give a taken row back unfinished (its process is stopping): due again, attempt not counted."""
+    await session.execute(
+        update(PendingReflection)
+        .where(PendingReflection.bot_id == bot_id, PendingReflection.thread_id == thread_id)
+        .values(lease_until=None, attempts=PendingReflection.attempts - 1)
+    )
 
 
 async def drop(session: AsyncSession, taken: Taken) -> None:

@@ -17,6 +17,7 @@ since drops its rows.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -56,6 +57,8 @@ class Reflector:
     def __init__(self, db: Database, settings: Settings) -> None:
         self.db = db
         self.settings = settings
+        #: (bot, thread) rows this process has taken and not settled yet.
+        self.holding: set[tuple[str, str]] = set()
 
     @property
     def delay(self) -> float:
@@ -77,12 +80,33 @@ class Reflector:
             taken = await pending.take(s, bot_id, thread_id, self.delay)
         if taken is None:
             return False
+        key = (bot_id, thread_id)
+        self.holding.add(key)
+        try:
+            await self._reflect(taken)
+        except asyncio.CancelledError:
+            raise  # still held: release() gives it back as the process stops
+        except BaseException:
+            self.holding.discard(key)
+            raise
+        self.holding.discard(key)
+        return True
+
+    async def release(self) -> None:
+        """Give back the rows still held (the process stops mid-reflection): due again at once,
+        the interrupted attempt not counted, rather than after the lease."""
+        for bot_id, thread_id in list(self.holding):
+            async with self.db.transaction() as s:
+                await pending.release(s, bot_id, thread_id)
+        self.holding.clear()
+
+    async def _reflect(self, taken: Taken) -> None:
         async with self.db.read() as s:
             scene = await _scene(s, taken)
         if scene is None:
             async with self.db.transaction() as s:
                 await pending.drop(s, taken)
-            return True
+            return
         try:
             model = jobs.job_model(
                 scene.profile.model,
@@ -92,12 +116,11 @@ class Reflector:
             )
             answer = await jobs.ask(model, "reflection", scene.bot.handle, _payload(scene))
         except Exception as exc:  # supervision boundary: recorded, retried, never fatal
-            log.warning("reflection of %s in %s failed: %r", bot_id, thread_id, exc)
+            log.warning("reflection of %s in %s failed: %r", taken.bot_id, taken.thread_id, exc)
             await self._failed(taken, scene, exc)
-            return True
+            return
         async with self.db.transaction() as s:
             await _apply(s, taken, scene, answer)
-        return True
 
     async def _failed(self, taken: Taken, scene: Scene, exc: Exception) -> None:
         async with self.db.transaction() as s:

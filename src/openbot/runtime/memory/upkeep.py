@@ -78,6 +78,10 @@ class MemoryUpkeep:
                 await task
             except asyncio.CancelledError:
                 pass
+            try:
+                await self.reflector.release()
+            except Exception:  # recorded: the rows are taken over once their lease expires
+                log.exception("could not give back the reflections in progress")
 
     async def _loop(self) -> None:
         while True:

@@ -14,11 +14,14 @@ Each answer is the JSON text a real model is asked for (``core.reflection``,
 with no operations (and no proposals). Patterns are checked as the run script's are
 (:func:`~openbot.runtime.runner.scripted.validate_script`'s guard against catastrophic
 backtracking), and a bad setting refuses to build the model, so it is never silently skipped.
+``delay_ms`` delays every asynchronous job call as it delays run calls.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -68,6 +71,8 @@ class ScriptedJobModel(BaseChatModel):
     job: str
     operations: list[dict[str, Any]] = Field(default_factory=list)
     """``model_settings.reflection`` (job ``reflection``) or ``.consolidation`` (``proposer``)."""
+    delay_ms: int = Field(default=0, ge=0)
+    """``model_settings.delay_ms``: the same simulated latency as the bot's run calls."""
 
     @model_validator(mode="after")
     def _check(self) -> ScriptedJobModel:
@@ -101,6 +106,8 @@ class ScriptedJobModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
+        if self.delay_ms:
+            time.sleep(self.delay_ms / 1000)  # simulated model latency, not waiting for work
         return ChatResult(generations=[ChatGeneration(message=self.respond(messages))])
 
     async def _agenerate(
@@ -110,6 +117,8 @@ class ScriptedJobModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
+        if self.delay_ms:
+            await asyncio.sleep(self.delay_ms / 1000)
         return ChatResult(generations=[ChatGeneration(message=self.respond(messages))])
 
 
