@@ -20,30 +20,7 @@ export function mount(container, parts) {
   const rows = h("tbody");
   const history = h("div.automation-history", { "aria-live": "polite" });
   const status = h("span.muted.small", { role: "status" });
-  container.append(
-    h(
-      "section.page.automations",
-      { "aria-labelledby": "automations-title" },
-      h(
-        "div.page-head",
-        h("h1", { id: "automations-title" }, "Automations"),
-        status,
-        h("span.spacer"),
-        h("button.primary", { type: "button", onclick: () => openEditor(null, load) }, "New automation"),
-      ),
-      h("p.muted.small", "Each firing posts the content as its owner to the bot, in its thread or a new one."),
-      h(
-        "div.table-wrap",
-        h(
-          "table.activity-table.automation-table",
-          h("caption.visually-hidden", "Automations"),
-          h("thead", h("tr", ["Automation", "Bot", "Schedule", "Next run", "Last run", "On", ""].map((c) => h("th", { scope: "col" }, c)))),
-          rows,
-        ),
-      ),
-      history,
-    ),
-  );
+  container.append(page(rows, history, status, () => openEditor(null, load)));
 
   function render() {
     clear(rows);
@@ -93,6 +70,31 @@ export function mount(container, parts) {
   };
   dispose.ready = ready;
   return dispose;
+}
+
+function page(rows, history, status, create) {
+  return h(
+    "section.page.automations",
+    { "aria-labelledby": "automations-title" },
+    h(
+      "div.page-head",
+      h("h1", { id: "automations-title" }, "Automations"),
+      status,
+      h("span.spacer"),
+      h("button.primary", { type: "button", onclick: create }, "New automation"),
+    ),
+    h("p.muted.small", "Each firing posts the content as its owner to the bot, in its thread or a new one."),
+    h(
+      "div.table-wrap",
+      h(
+        "table.activity-table.automation-table",
+        h("caption.visually-hidden", "Automations"),
+        h("thead", h("tr", ["Automation", "Bot", "Schedule", "Next run", "Last run", "On", ""].map((c) => h("th", { scope: "col" }, c)))),
+        rows,
+      ),
+    ),
+    history,
+  );
 }
 
 function row(a, selected, { load, select }) {
@@ -183,49 +185,64 @@ function field(label, input, help) {
   return h("div.field", h("label", { for: id }, label), input, help ? h("p.help", help) : null);
 }
 
-/** The new/edit dialog. `a` null: a new automation. */
-export function openEditor(a, onSaved) {
+/** The dialog's inputs, filled from `a` (null: a new automation's defaults). */
+function inputs(a) {
   const bots = [...store.bots.values()].map((b) => b.handle).sort();
   const threads = [...store.threads.values()].sort((x, y) => (x.title || "").localeCompare(y.title || ""));
-  const bot = h("select", { disabled: Boolean(a) }, bots.map((b) => h("option", { value: b, selected: a ? a.bot === b : false }, `@${b}`)));
-  const title = h("input", { type: "text", value: a?.title || "", placeholder: "Morning summary" });
-  const content = h("textarea", { rows: 3 }, a?.content || "");
-  const purpose = h(
-    "select",
-    { disabled: Boolean(a) },
-    h("option", { value: "message", selected: a?.kind !== "heartbeat" }, "A message to the bot"),
-    h("option", { value: "heartbeat", selected: a?.kind === "heartbeat" }, "Heartbeat: review threads with open todos"),
-  );
-  const kind = h("select", h("option", { value: "cron", selected: !a || Boolean(a.cron) }, "Repeating (cron)"), h("option", { value: "at", selected: Boolean(a && a.at) }, "Once"));
-  const cron = h("input", { type: "text", value: a?.cron || "0 9 * * 1-5", spellcheck: false });
-  const at = h("input", { type: "datetime-local", value: a?.at ? a.at.slice(0, 16) : "" });
-  const timezone = h("input", { type: "text", value: (!a?.at && a?.timezone) || "UTC", spellcheck: false });
-  const thread = h("select", h("option", { value: "" }, "A new thread each time"), threads.map((t) => h("option", { value: t.id, selected: a?.thread_id === t.id }, t.title || t.id)));
-  const catchUp = h("select", h("option", { value: "once", selected: a?.catch_up !== "skip" }, "Fire once"), h("option", { value: "skip", selected: a?.catch_up === "skip" }, "Skip"));
-  const cronField = field("Cron", cron, "minute hour day month weekday, e.g. 0 9 * * 1-5");
-  const atField = field("At", at, "read in the time zone below");
-  const sync = () => {
-    cronField.hidden = kind.value !== "cron";
-    atField.hidden = kind.value !== "at";
+  const option = (value, label, selected) => h("option", { value, selected }, label);
+  return {
+    bot: h("select", { disabled: Boolean(a) }, bots.map((b) => option(b, `@${b}`, a ? a.bot === b : false))),
+    purpose: h(
+      "select",
+      { disabled: Boolean(a) },
+      option("message", "A message to the bot", a?.kind !== "heartbeat"),
+      option("heartbeat", "Heartbeat: review threads with open todos", a?.kind === "heartbeat"),
+    ),
+    title: h("input", { type: "text", value: a?.title || "", placeholder: "Morning summary" }),
+    content: h("textarea", { rows: 3 }, a?.content || ""),
+    kind: h("select", option("cron", "Repeating (cron)", !a || Boolean(a.cron)), option("at", "Once", Boolean(a && a.at))),
+    cron: h("input", { type: "text", value: a?.cron || "0 9 * * 1-5", spellcheck: false }),
+    at: h("input", { type: "datetime-local", value: a?.at ? a.at.slice(0, 16) : "" }),
+    // A one-shot's `at` is shown in UTC, so it is read back in UTC.
+    timezone: h("input", { type: "text", value: (!a?.at && a?.timezone) || "UTC", spellcheck: false }),
+    thread: h("select", option("", "A new thread each time", false), threads.map((t) => option(t.id, t.title || t.id, a?.thread_id === t.id))),
+    catchUp: h("select", option("once", "Fire once", a?.catch_up !== "skip"), option("skip", "Skip", a?.catch_up === "skip")),
   };
-  kind.addEventListener("change", sync);
+}
+
+function bodyOf(i) {
+  const body = { title: i.title.value.trim(), content: i.content.value, timezone: i.timezone.value.trim() || "UTC", catch_up: i.catchUp.value, thread_id: i.thread.value || null };
+  if (i.kind.value === "cron") body.cron = i.cron.value.trim();
+  else body.at = i.at.value;
+  return body;
+}
+
+/** The new/edit dialog. `a` null: a new automation. */
+export function openEditor(a, onSaved) {
+  const i = inputs(a);
+  const cronField = field("Cron", i.cron, "minute hour day month weekday, e.g. 0 9 * * 1-5");
+  const atField = field("At", i.at, "read in the time zone below");
+  const sync = () => {
+    cronField.hidden = i.kind.value !== "cron";
+    atField.hidden = i.kind.value !== "at";
+  };
+  i.kind.addEventListener("change", sync);
   sync();
   const error = h("p.form-error", { role: "alert", hidden: true });
   const cancel = h("button", { type: "button" }, "Cancel");
-  const heading = a ? "Edit automation" : "New automation";
   const form = h(
     "form.stack",
-    h("h2", { id: "automation-editor-title" }, heading),
-    field("Bot", bot),
-    field("Kind", purpose, "a heartbeat wakes the bot in each thread where its todo list has unfinished items"),
-    field("Title", title),
-    field("Content", content, "posted as you, addressed to the bot (a heartbeat has a default)"),
-    field("Schedule", kind),
+    h("h2", { id: "automation-editor-title" }, a ? "Edit automation" : "New automation"),
+    field("Bot", i.bot),
+    field("Kind", i.purpose, "a heartbeat wakes the bot in each thread where its todo list has unfinished items"),
+    field("Title", i.title),
+    field("Content", i.content, "posted as you, addressed to the bot (a heartbeat has a default)"),
+    field("Schedule", i.kind),
     cronField,
     atField,
-    field("Time zone", timezone, "an IANA name, e.g. Europe/Paris"),
-    field("Thread", thread),
-    field("After downtime", catchUp),
+    field("Time zone", i.timezone, "an IANA name, e.g. Europe/Paris"),
+    field("Thread", i.thread),
+    field("After downtime", i.catchUp),
     error,
     h("div.row.end", cancel, h("button.primary", { type: "submit" }, a ? "Save" : "Create")),
   );
@@ -235,12 +252,9 @@ export function openEditor(a, onSaved) {
   dialog.addEventListener("close", () => dialog.remove());
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
-    const body = { title: title.value.trim(), content: content.value, timezone: timezone.value.trim() || "UTC", catch_up: catchUp.value, thread_id: thread.value || null };
-    if (kind.value === "cron") body.cron = cron.value.trim();
-    else body.at = at.value;
     try {
-      if (a) await api.updateAutomation(a.id, body);
-      else await api.createAutomation({ bot: bot.value, kind: purpose.value, ...body });
+      if (a) await api.updateAutomation(a.id, bodyOf(i));
+      else await api.createAutomation({ bot: i.bot.value, kind: i.purpose.value, ...bodyOf(i) });
       dialog.close();
       toast(a ? "Automation saved" : "Automation created");
       onSaved();
@@ -250,5 +264,5 @@ export function openEditor(a, onSaved) {
     }
   });
   dialog.showModal();
-  content.focus();
+  i.content.focus();
 }
