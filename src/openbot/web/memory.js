@@ -3,6 +3,7 @@
 
 import { h, fill, clear, toast, nextId, debounce, timeEl } from "/web/dom.js";
 import { request, describeError } from "/web/api.js";
+import { upkeepControls } from "/web/memory_upkeep.js";
 
 export const SEGMENTS = ["identity", "preference", "correction", "relationship", "project", "knowledge", "context"];
 export const TIERS = ["short", "long", "permanent"];
@@ -63,6 +64,7 @@ export class MemoryPanel {
       "section.memory-panel",
       h("div.row.memory-filters", this.q, this.segment, this.tier, this.lifecycle, h("span.spacer"), add),
       this.index,
+      upkeepControls(handle, () => this.load()),
       this.formHost,
       this.list,
     );
