@@ -7,6 +7,7 @@ import asyncio
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 
 from conftest import Boot, Team
@@ -177,3 +178,35 @@ async def test_a_heartbeat_wakes_the_bot_in_each_thread_with_unfinished_todos(
     await team.idle()
     assert [r.status for r in await team.runs(open_thread)] == ["completed"]
     assert await team.runs(done_thread) == []
+
+
+async def test_a_crash_between_the_occurrence_and_the_message_leaves_neither(
+    rt: Runtime, team: Team, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The process dies (here: the firing task is cancelled) after the occurrence row is flushed and
+    while the message is being posted: nothing of that firing is committed, so the scheduled time
+    is fired again by the next pass (the runtime's loop or ours), once, with its message. Had the
+    occurrence been committed alone, the unique index would forbid the second firing."""
+    thread = await team.thread("crash")
+    made = await rt.automations.create(
+        AutomationCreate(bot="engineer", content="survive", cron="* * * * *", thread_id=thread), owner="you"
+    )
+    post = rt.delivery.post
+    crashed: list[int] = []
+
+    async def dies_once(*args: Any, **kwargs: Any) -> Any:
+        if not crashed:
+            crashed.append(1)
+            raise asyncio.CancelledError
+        return await post(*args, **kwargs)
+
+    monkeypatch.setattr(rt.delivery, "post", dies_once)
+    clock.advance(60)
+    with pytest.raises(asyncio.CancelledError):
+        await rt.automations.fire_due()
+    assert crashed == [1]
+    await rt.automations.fire_due()
+    [fired] = await occurrences(rt, made["id"])
+    [message] = await automation_messages(rt)
+    assert fired["status"] == "fired" and fired["message_id"] == message.id
+    assert fired["scheduled_for"] == "2026-01-01T00:01:00+00:00" and message.content == "survive"
