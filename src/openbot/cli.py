@@ -276,6 +276,21 @@ def drafts(
         print_drafts(server, token, status=status, send=send, content=content, reject=reject, reason=reason)
 
 
+@app.command()
+def webhooks(
+    server: ServerOpt = DEFAULT_SERVER,
+    token: TokenOpt = None,
+    actor: Annotated[str | None, typer.Option("--actor", help="Only this external actor's.")] = None,
+    status: Annotated[str | None, typer.Option("--status", help="pending, delivered or failed.")] = None,
+    retry: Annotated[str | None, typer.Option("--retry", help="Attempt this delivery again now.")] = None,
+) -> None:
+    """Webhook deliveries to external actors (newest first), or retry one."""
+    from openbot.webhook_table import print_deliveries
+
+    with _reported(server):
+        print_deliveries(server, token, actor=actor, status=status, retry=retry)
+
+
 @db_app.command("upgrade")
 def db_upgrade() -> None:
     """Apply database migrations (the server also does this at start)."""

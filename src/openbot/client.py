@@ -297,6 +297,12 @@ class Client:
     def activity(self, **filters: Any) -> list[JSON]:
         return self._items("/activity", **filters)
 
+    def deliveries(self, actor: str | None = None, status: str | None = None) -> list[JSON]:
+        return self._items("/webhooks/deliveries", actor=actor, status=status)
+
+    def retry_delivery(self, delivery_id: str) -> JSON:
+        return cast(JSON, self._request("POST", f"/webhooks/deliveries/{delivery_id}/retry"))
+
     @contextmanager
     def subscribe(self, thread_id: str | None = None, since: int | None = None) -> Iterator[Iterator[Event]]:
         """Open ``/events`` and return once the server has subscribed the stream (its first bytes,

@@ -155,7 +155,7 @@ class Webhooks:
     async def list_deliveries(
         self, *, actor: str | None = None, status: str | None = None, limit: int = 200
     ) -> list[outbox.DeliveryView]:
-        if status is not None and status not in outbox.STATUSES:
+        if status and status not in outbox.STATUSES:
             raise InvalidArgument(
                 f"status must be one of {', '.join(outbox.STATUSES)}", {"field": "status", "value": status}
             )
