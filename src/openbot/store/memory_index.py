@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Float, Select, String, bindparam, column, func, literal_column, select, table
+from sqlalchemy import Float, Select, String, bindparam, column, func, literal_column, select, table, true
 from sqlalchemy.sql.elements import ColumnElement
 
 from openbot.core.memory import fts5_query, tsquery
@@ -54,17 +54,27 @@ class Fts5Index(LexicalIndex):
 
 
 class TsvectorIndex(LexicalIndex):
+    """The query is parsed once, in a MATERIALIZED CTE joined to the memories. Written inline,
+    ``to_tsquery($1)`` is no constant in a prepared (generic) plan: PostgreSQL parsed it again for
+    every row it ranked (0.4 s for 10,000 memories). As an InitPlan it is parsed once but hides the
+    query from the planner, which then scans every row; from the CTE the GIN index is used."""
+
     def query(self, terms: Sequence[str]) -> str:
         return tsquery(terms)
 
     def ranked(self, *columns: Any) -> Select[Any]:
         search: ColumnElement[Any] = literal_column("memories.search")
-        query = func.to_tsquery(literal_column("'english'"), bindparam("query", type_=String))
-        rank: ColumnElement[float] = func.ts_rank(search, query, type_=Float)
+        parsed = (
+            select(func.to_tsquery(literal_column("'english'"), bindparam("query", type_=String)).label("q"))
+            .cte("tsq")
+            .prefix_with("MATERIALIZED")
+        )
+        rank: ColumnElement[float] = func.ts_rank(search, parsed.c.q, type_=Float)
         return (
             select(*columns, rank.label("score"))
-            .select_from(Memory)
-            .where(search.op("@@")(query))
+            .select_from(parsed)
+            .join(Memory, true())
+            .where(search.op("@@")(parsed.c.q))
             .where(Memory.bot_id == bindparam("bot_id", type_=String))
             .order_by(rank.desc())
             .limit(bindparam("limit"))
