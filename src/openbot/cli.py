@@ -25,7 +25,9 @@ db_app = typer.Typer(help="Database commands.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 token_app = typer.Typer(help="Actor tokens: bearer tokens that act as one actor.", no_args_is_help=True)
 app.add_typer(token_app, name="token")
-memory_app = typer.Typer(help="Bots' memory upkeep: decay and consolidation, now.", no_args_is_help=True)
+memory_app = typer.Typer(
+    help="Bots' memories: list and search them; decay and consolidation, now.", no_args_is_help=True
+)
 app.add_typer(memory_app, name="memory")
 
 DEFAULT_SERVER = "http://127.0.0.1:8000"
@@ -339,6 +341,26 @@ def token_revoke(
     with _reported(server), Client(server, token) as client:
         client.revoke_tokens(handle)
     typer.echo(f"revoked every token of @{handle}")
+
+
+@memory_app.command("list")
+def memory_list(
+    bot: Annotated[str, typer.Argument(help="The bot whose memories are listed.")],
+    q: Annotated[str | None, typer.Option("--q", help="Rank by relevance to this text.")] = None,
+    archived: Annotated[bool, typer.Option("--archived", help="Archived memories instead.")] = False,
+    server: ServerOpt = DEFAULT_SERVER,
+    token: TokenOpt = None,
+) -> None:
+    """BOT's memories, newest first (with --q: most relevant first, with scores)."""
+    from openbot.client import Client
+
+    with _reported(server), Client(server, token) as client:
+        items = client.memories(bot, q=q, lifecycle="archived" if archived else "active")
+    for m in items:
+        score = f" {m['score']:.2f}" if m.get("score") is not None else ""
+        typer.echo(f"{m['id'][-8:]} {m['segment']}/{m['tier']}{score}  {m['content'][:56]}")
+    if not items:
+        typer.echo("no memory matches" if q else "no memories")
 
 
 @memory_app.command("maintain")

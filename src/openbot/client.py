@@ -281,6 +281,11 @@ class Client:
     def consolidate_memories(self, bot: str) -> JSON:
         return cast(JSON, self._request("POST", f"/bots/{bot.lstrip('@')}/memories/consolidate"))
 
+    def memories(
+        self, bot: str, q: str | None = None, lifecycle: str = "active", limit: int = 50
+    ) -> list[JSON]:
+        return self._items(f"/bots/{bot.lstrip('@')}/memories", q=q, lifecycle=lifecycle, limit=limit)
+
     # -- observability ----------------------------------------------------------------------
 
     def drafts(self, status: str | None = None, bot: str | None = None) -> list[JSON]:
