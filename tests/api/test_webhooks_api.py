@@ -115,3 +115,25 @@ async def test_an_external_actor_answers_a_question_with_its_token(
         f"/api/v1/threads/{thread_id}/messages", json={"content": "thanks"}, headers=hook
     )
     assert posted.status_code == 201 and posted.json()["message"]["sender"]["handle"] == "hook"
+
+
+async def test_an_external_actor_changes_its_webhook_under_the_same_rule(
+    client: httpx.AsyncClient, team: Team, rt: Runtime, receiver: Receiver
+) -> None:
+    hook = await _external(client, "hook", "http://127.0.0.1:9/nobody-listens")
+    await _external(client, "other", receiver.url)
+    link_local = {"webhook_url": "http://169.254.169.254/latest"}
+    refused = await client.patch("/api/v1/actors/hook", json=link_local, headers=hook)
+    _code(refused, 422, "invalid_argument")
+    assert refused.json()["error"]["details"]["field"] == "webhook_url"
+    _code(await client.patch("/api/v1/actors/other", json={"name": "x"}, headers=hook), 403, "forbidden")
+    a_person = await client.patch("/api/v1/actors/you", json={"webhook_url": receiver.url})
+    _code(a_person, 422, "invalid_argument")  # only external actors have a webhook
+    _code(await client.patch("/api/v1/actors/engineer", json={"name": "E"}), 422, "invalid_argument")
+    _code(await client.patch("/api/v1/actors/nobody", json={"name": "N"}), 404, "not_found")
+    moved = await client.patch("/api/v1/actors/hook", json={"webhook_url": receiver.url}, headers=hook)
+    assert moved.status_code == 200 and moved.json()["webhook_url"] == receiver.url
+    thread_id = await team.thread(participants=["hook"])
+    await team.post(thread_id, "@hook after the move")
+    await rt.webhooks.deliver_due()
+    assert [r.json["message"]["content"] for r in receiver.requests] == ["@hook after the move"]

@@ -83,6 +83,14 @@ class ActorCreate(Body):
     webhook_secret: str | None = None
 
 
+class ActorUpdate(Body):
+    """Partial: a person's or external system's name; an external actor's webhook (null clears it)."""
+
+    name: str | None = Field(None, max_length=NAME_MAX)
+    webhook_url: str | None = None
+    webhook_secret: str | None = None
+
+
 class ThreadCreate(Body):
     title: str | None = Field(None, max_length=500)
     participants: list[str] = Field(default_factory=list)

@@ -11,7 +11,7 @@ from openbot.core.errors import Conflict, InvalidArgument, NotFound
 from openbot.core.ids import new_id
 from openbot.core.mentions import is_valid_handle
 from openbot.core.states import ACTIVE_RUNS
-from openbot.runtime.commands import ActorCreate, BotCreate, BotUpdate
+from openbot.runtime.commands import ActorCreate, ActorUpdate, BotCreate, BotUpdate
 from openbot.runtime.runner.scripted import validate_script
 from openbot.runtime.runner.scripted_jobs import validate_jobs
 from openbot.runtime.views import bot_view
@@ -133,6 +133,39 @@ async def create_actor(session: AsyncSession, command: ActorCreate) -> Actor:
         session, "actor.created", f"@{handle} ({command.kind}) joined", actor_id=actor.id, actor_handle=handle
     )
     return actor
+
+
+async def update_actor(
+    session: AsyncSession, handle: str, command: ActorUpdate
+) -> tuple[Actor, ExternalProfile | None]:
+    """Change a human's or external actor's name, or an external actor's webhook (the caller
+    checked the URL against the SSRF rule); bots change with :func:`update_bot`."""
+    actor = await get_actor(session, handle)
+    if actor.kind == "bot":
+        raise InvalidArgument(f"@{handle} is a bot: PATCH /bots/{handle}", {"handle": handle})
+    changes = command.model_dump(exclude_unset=True)
+    external = await session.get(ExternalProfile, actor.id)
+    for key in sorted(changes):
+        if key.startswith("webhook_") and external is None:
+            raise InvalidArgument(f"@{handle} is not an external actor: it has no webhook", {"field": key})
+    if "name" in changes:
+        if not changes["name"]:
+            raise InvalidArgument("name cannot be empty", {"field": "name"})
+        actor.name = changes["name"]
+    for key in ("webhook_url", "webhook_secret"):
+        if key in changes and external is not None:
+            setattr(external, key, changes[key])
+    actor.updated_at = now(session)
+    fields = sorted(changes)
+    log_activity(
+        session,
+        "actor.updated",
+        f"@{handle} updated ({', '.join(fields) or 'nothing'})",
+        actor_id=actor.id,
+        actor_handle=handle,
+        detail={"fields": fields},
+    )
+    return actor, external
 
 
 def _check_bot(command: BotCreate | BotUpdate) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 
 from openbot.api.deps import RuntimeDep
+from openbot.api.principal import PrincipalDep
 from openbot.api.schemas import ActorList, BotList, errors
-from openbot.runtime.commands import ActorCreate, BotCreate, BotUpdate
+from openbot.runtime.commands import ActorCreate, ActorUpdate, BotCreate, BotUpdate
 from openbot.runtime.views import ActorView, BotView
 
 router = APIRouter()
@@ -46,3 +47,11 @@ async def list_actors(rt: RuntimeDep) -> ActorList:
 @router.post("/actors", status_code=201, responses=errors(409))
 async def create_actor(rt: RuntimeDep, body: ActorCreate) -> ActorView:
     return await rt.team.create_actor(body)
+
+
+@router.patch("/actors/{handle}", responses=errors(403, 404))
+async def update_actor(rt: RuntimeDep, principal: PrincipalDep, handle: str, body: ActorUpdate) -> ActorView:
+    """Partial: ``name``, and an external actor's ``webhook_url`` (the SSRF rule: 422) and
+    ``webhook_secret``. The admin, or the actor's own token."""
+    principal.speaker(handle)
+    return await rt.team.update_actor(handle, body)

@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 from openbot.config import Settings
 from openbot.core.states import ACTIVE_RUNS, ItemStatus, RunStatus
 from openbot.runtime import access, team
-from openbot.runtime.commands import ActorCreate, BotCreate, BotUpdate
+from openbot.runtime.commands import ActorCreate, ActorUpdate, BotCreate, BotUpdate
 from openbot.runtime.scheduler.system import ActorSystem
 from openbot.runtime.views import ActorView, BotState, BotView, TokenIssued, actor_view, bot_view
 from openbot.runtime.webhooks.sender import Sender
@@ -77,6 +77,13 @@ class TeamService:
         async with self.db.transaction() as s:
             actor = await team.create_actor(s, command)
             external = await s.get(ExternalProfile, actor.id)
+        return actor_view(actor, external)
+
+    async def update_actor(self, handle: str, command: ActorUpdate) -> ActorView:
+        if command.webhook_url is not None:  # the SSRF rule, as at creation (422)
+            await Sender(allow_private=self.settings.webhook_allow_private).check_url(command.webhook_url)
+        async with self.db.transaction() as s:
+            actor, external = await team.update_actor(s, handle, command)
         return actor_view(actor, external)
 
     async def _with_state(self, actor: Actor, profile: BotProfile) -> BotView:
