@@ -155,8 +155,10 @@ class AutomationService:
         """The scheduler loop, until cancelled (the runtime owns it)."""
         while True:
             try:
-                await self.fire_due()
-                wait = await self.next_due()
+                wait = await self.next_due()  # idle, one small indexed read per poll
+                if wait == 0.0:
+                    await self.fire_due()
+                    wait = await self.next_due()
             except Exception:  # supervision boundary: the next pass tries again
                 log.exception("automation pass failed")
                 wait = None
