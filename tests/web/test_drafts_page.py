@@ -41,6 +41,7 @@ def test_drafts_view_sends_an_edited_draft_and_rejects_another(
     page.goto(f"{server.url}/#/inbox/action")
     expect(page.locator("#conn")).to_have_attribute("data-state", "live")
     expect(page.locator("#tab-action .count")).to_have_text(" 2")
+    expect(page.locator("#nav-drafts-badge")).to_have_text("2")
     expect(page.get_by_role("list", name="Drafts to send or reject").locator("li.draft")).to_have_count(2)
 
     page.get_by_role("link", name="Drafts").click()
@@ -57,6 +58,7 @@ def test_drafts_view_sends_an_edited_draft_and_rejects_another(
     two.get_by_label("Reason").fill("Not before the contract is signed")
     two.get_by_role("button", name="Reject").click()
     expect(page.get_by_text("No draft waits for you.")).to_be_visible()
+    expect(page.locator("#nav-drafts-badge")).to_be_hidden()
 
     sent = [m for m in api.messages(thread) if m["metadata"].get("kind") == "draft"]
     assert [(m["sender"]["handle"], m["content"]) for m in sent] == [("qa", "Hello, edited by a person.")]

@@ -136,6 +136,8 @@ store.on("threads", () => {
   badge.title = label;
 });
 
+drafts.watchDraftsBadge(document.getElementById("nav-drafts-badge"));
+
 // A request that fails because the server is down is already shown by the connection
 // indicator; it is not a programming error.
 window.addEventListener("unhandledrejection", (event) => {

@@ -3,7 +3,7 @@
 // the pending ones too (draftCard).
 //   #/drafts (pending)   #/drafts/sent   #/drafts/rejected
 
-import { h, clear, timeEl, nextId, toast } from "/web/dom.js";
+import { h, clear, debounce, timeEl, nextId, toast } from "/web/dom.js";
 import { api, describeError } from "/web/api.js";
 import { live } from "/web/live.js";
 import { store } from "/web/store.js";
@@ -42,8 +42,10 @@ export function mount(container, parts) {
     }
     clear(list);
     if (!items.length) list.append(h("li.empty", tab === "pending" ? "No draft waits for you." : `No ${tab} drafts.`));
-    for (const draft of items.reverse()) list.append(draftCard(draft, load));
+    list.append(...draftCards(items.reverse(), cards, load));
   }
+
+  const cards = new Map();
 
   const offs = [live.on("draft.updated", () => load()), live.on("resync", () => load())];
   const ready = load();
@@ -56,6 +58,25 @@ export function mount(container, parts) {
   return dispose;
 }
 
+/** Keep the nav badge on the number of drafts waiting for a person (loads on every (re)connect). */
+export function watchDraftsBadge(badge) {
+  const refresh = debounce(async () => {
+    let pending;
+    try {
+      pending = await api.drafts({ status: "pending" });
+    } catch {
+      return; // offline: the connection indicator says so
+    }
+    const label = `${pending.length} draft${pending.length === 1 ? "" : "s"} waiting to be sent or rejected`;
+    badge.hidden = pending.length === 0;
+    badge.textContent = String(pending.length);
+    badge.setAttribute("aria-label", label);
+    badge.title = label;
+  }, 200);
+  live.on("draft.updated", refresh);
+  live.on("resync", refresh);
+}
+
 function target(draft) {
   const thread = draft.target.thread_id || draft.thread_id;
   return h(
@@ -63,6 +84,20 @@ function target(draft) {
     draft.target.actor ? `to @${draft.target.actor} in ` : "in ",
     h("a", { href: `#/t/${encodeURIComponent(thread)}` }, store.threadTitle(thread)),
   );
+}
+
+/**
+ * Cards for ``drafts``, reusing the ones in ``cache`` (draft id + status → element) so an edit or a
+ * reason being typed survives a reload caused by another draft; cards of drafts gone are dropped.
+ */
+export function draftCards(drafts, cache, onDecided) {
+  const keep = new Set(drafts.map((d) => `${d.id}:${d.status}`));
+  for (const key of cache.keys()) if (!keep.has(key)) cache.delete(key);
+  return drafts.map((d) => {
+    const key = `${d.id}:${d.status}`;
+    if (!cache.has(key)) cache.set(key, draftCard(d, onDecided));
+    return cache.get(key);
+  });
 }
 
 /** One draft: what it says and where it goes; pending ones can be edited, sent or rejected. */

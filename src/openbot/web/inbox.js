@@ -8,7 +8,7 @@ import { live } from "/web/live.js";
 import { store } from "/web/store.js";
 import { interruptCard } from "/web/interrupts.js";
 import { threadRow } from "/web/threads.js";
-import { draftCard } from "/web/drafts.js";
+import { draftCards } from "/web/drafts.js";
 
 const TABS = [
   { id: "all", label: "All", path: "#/inbox" },
@@ -50,6 +50,7 @@ class InboxView {
     this.counts = new Map();
     this.actionRuns = [];
     this.actionDrafts = []; // pending drafts: a person sends or rejects them
+    this.draftEls = new Map(); // their cards, reused so a half-typed edit or reason survives updates
     this.loadingAction = false;
     this.firstLoad = true;
     this.actionEls = new Map(); // run id → element, reused so a half-typed answer survives updates
@@ -146,7 +147,7 @@ class InboxView {
       const reload = () => this.loadAction().catch(() => {});
       this.panel.append(
         h("h2.small", { id: "action-drafts" }, "Drafts to send or reject"),
-        h("ul.draft-list", { "aria-labelledby": "action-drafts" }, this.actionDrafts.map((d) => draftCard(d, reload))),
+        h("ul.draft-list", { "aria-labelledby": "action-drafts" }, draftCards(this.actionDrafts, this.draftEls, reload)),
       );
     }
     this.panel.append(

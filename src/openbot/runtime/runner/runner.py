@@ -49,6 +49,7 @@ class Runner:
         self.bus = bus
         self.checkpointer = DeferredSaver(checkpointer)
         self.agents = AgentCache(settings, build_tools(), self.checkpointer)
+        self.workspaces_root = settings.resolved_workspaces_root()  # resolved once, not per run
         self.shell_limits = Limits(
             timeout_seconds=settings.shell_timeout_seconds,
             memory_mb=settings.shell_memory_mb,
@@ -119,7 +120,7 @@ class Runner:
     def _workspace(self, prepared: Prepared) -> WorkspaceGrant:
         """The run's files and shell: its thread's working directory, its bot's access."""
         return WorkspaceGrant(
-            root=self.settings.resolved_workspaces_root(),
+            root=self.workspaces_root,
             working_directory=prepared.thread.working_directory,
             thread_id=prepared.thread.id,
             access=prepared.profile.workspace_access,
