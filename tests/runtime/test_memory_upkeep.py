@@ -283,3 +283,25 @@ async def test_consolidation_runs_on_its_schedule(team: Team, clock: FakeClock, 
     (logged,) = await activity(rt, "memory.consolidated")
     assert [d["action"] for d in logged.detail["decisions"]] == ["merge"]
     assert sorted(m.lifecycle for m in (await memories(rt)).values()) == ["active", "archived", "archived"]
+
+
+async def test_supersede_keeps_the_newest_and_prune_deletes(
+    team: Team, client: httpx.AsyncClient, clock: FakeClock
+) -> None:
+    rt = team.rt
+    older = await remember(rt, "engineer", "The team merges with merge commits")
+    clock.advance(60)
+    newer = await remember(rt, "engineer", "The team merges with squash commits")
+    noise = await remember(rt, "engineer", "Flaky test flaky test rerun")
+    dup = await remember(rt, "engineer", "Flaky test rerun flaky")
+    proposals = [
+        {"action": "supersede", "match": "merges with", "content": "The team squash-merges"},
+        {"action": "prune", "match": "^Flaky test flaky"},
+    ]
+    await scripted(team, consolidation=proposals)
+    decisions = (await client.post("/api/v1/bots/engineer/memories/consolidate")).json()["decisions"]
+    assert [(d["action"], d.get("result_id")) for d in decisions] == [("supersede", newer), ("prune", None)]
+    after = await memories(rt)
+    assert after[newer].content == "The team squash-merges" and after[newer].supersedes == older
+    assert after[older].lifecycle == "archived" and noise not in after and after[dup].lifecycle == "active"
+    assert [a.detail["memory_id"] for a in await activity(rt, "memory.pruned")] == [noise]
