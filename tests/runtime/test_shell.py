@@ -164,3 +164,20 @@ async def test_the_server_answers_while_a_long_command_runs(
     await draining
     assert "slept" in (await team.messages(thread))[-1]["content"]
     assert [e["status"] for e in await _shell_events(team)] == ["success"]
+
+
+async def test_a_shell_that_cannot_start_is_a_tool_error(team: Team) -> None:
+    """A missing shell user (as root) or working directory is said to the model; the run goes on."""
+    team.rt.runner.shell_limits = Limits(user="no-such-user-here")
+    await team.rt.team.update_bot("qa", BotUpdate(approval_tools=[]))
+    call = [{"name": "run_shell", "args": {"command": "echo hi"}}]
+    await team.script("qa", [{"match": ".", "reply": "said: {tool_result}", "tool_calls": call}])
+    thread = await team.thread()
+    await team.post(thread, "@qa go")
+    await team.idle()
+    assert (await team.runs(thread))[0].status == "completed"
+    reply = (await team.messages(thread))[-1]["content"]
+    if os.geteuid() == 0:
+        assert "no-such-user-here" in reply and [e["status"] for e in await _shell_events(team)] == ["error"]
+    else:
+        assert "exit code: 0" in reply  # not root: the shell user is not used

@@ -11,6 +11,9 @@ goes on. Blocking file I/O runs in a worker thread; commands run as bounded chil
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
 
 from langchain.tools import ToolRuntime
 from langchain_core.tools import BaseTool, tool
@@ -27,6 +30,33 @@ MAX_SEARCH_RESULTS = 200
 SEARCH_SECONDS = 10.0
 
 
+_T = TypeVar("_T")
+
+
+async def _io(fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+    """Blocking file I/O in a worker thread; an OS error is a tool error, never the run's end."""
+    try:
+        return await asyncio.to_thread(fn, *args, **kwargs)
+    except OSError as exc:
+        raise Refused(f"the workspace could not be used: {exc.strerror or exc}") from exc
+
+
+async def _child(argv: list[str], cwd: Path, limits: sandbox.Limits) -> sandbox.Result:
+    try:
+        return await sandbox.run(argv, cwd, limits)
+    except OSError as exc:  # could not start (no such program, no working directory, ...)
+        raise Refused(f"the command could not start: {exc.strerror or exc}") from exc
+    except KeyError as exc:
+        raise Refused(f"the shell user {limits.user!r} does not exist (OPENBOT_SHELL_USER)") from exc
+
+
+def _account(limits: sandbox.Limits) -> tuple[int, int] | None:
+    try:
+        return limits.account()
+    except KeyError as exc:
+        raise Refused(f"the shell user {limits.user!r} does not exist (OPENBOT_SHELL_USER)") from exc
+
+
 def _grant(runtime: ToolRuntime[RunContext]) -> WorkspaceGrant:
     grant = runtime.context.env.workspace
     if grant is None:
@@ -39,8 +69,8 @@ async def list_files(runtime: ToolRuntime[RunContext], path: str = ".", recursiv
     """List a directory of the thread's working directory (paths are relative to it).
     Directories end with '/', files show their size, symlinks their target."""
     ws = _grant(runtime).open()
-    await asyncio.to_thread(ws.ensure)
-    lines, more = await asyncio.to_thread(ws.entries, path, recursive=recursive)
+    await _io(ws.ensure)
+    lines, more = await _io(ws.entries, path, recursive=recursive)
     if not lines:
         return f"{path} is empty."
     return "\n".join(lines) + (f"\n[… listing stopped at {len(lines)} entries]" if more else "")
@@ -53,7 +83,7 @@ async def read_file(
     """Read a text file of the working directory, lines start_line..end_line (1-based, inclusive;
     at most 2000 lines per call), each prefixed with its number. Files over 1 MiB are refused."""
     ws = _grant(runtime).open()
-    text = await asyncio.to_thread(ws.read_text, path)
+    text = await _io(ws.read_text, path)
     lines = text.splitlines()
     first = max(1, start_line)
     last = min(len(lines), end_line if end_line is not None else first + MAX_READ_LINES - 1)
@@ -78,8 +108,8 @@ async def search_files(
     `grep -E`); `glob` limits the file names (e.g. '*.py'). Returns file:line: text, capped."""
     grant = _grant(runtime)
     ws = grant.open()
-    await asyncio.to_thread(ws.ensure)
-    target = await asyncio.to_thread(ws.search_target, path)
+    await _io(ws.ensure)
+    target = await _io(ws.search_target, path)
     argv = ["grep", "-rInE", "-D", "skip", "--no-messages", "-m", "100"]
     if glob:
         argv.append(f"--include={glob}")
@@ -87,7 +117,7 @@ async def search_files(
     limits = sandbox.Limits(
         timeout_seconds=SEARCH_SECONDS, memory_mb=grant.limits.memory_mb, user=grant.limits.user
     )
-    result = await sandbox.run(argv, ws.directory, limits)
+    result = await _child(argv, ws.directory, limits)
     if result.killed:
         raise Refused(f"the search was stopped ({result.killed}); narrow the path or the pattern")
     if result.exit_code == 1:
@@ -106,8 +136,8 @@ async def search_files(
 async def write_file(path: str, content: str, runtime: ToolRuntime[RunContext]) -> str:
     """Create or overwrite a text file of the working directory (parent directories are created)."""
     ws = _grant(runtime).open()
-    await asyncio.to_thread(ws.ensure)
-    size = await asyncio.to_thread(ws.write_text, path, content)
+    await _io(ws.ensure)
+    size = await _io(ws.write_text, path, content)
     return f"Wrote {size} bytes to {path}."
 
 
@@ -122,7 +152,7 @@ async def edit_file(
     """Replace old_string with new_string in a file of the working directory. old_string must match
     exactly (whitespace included) and only once, unless replace_all is true."""
     ws = _grant(runtime).open()
-    count = await asyncio.to_thread(ws.replace_text, path, old_string, new_string, replace_all=replace_all)
+    count = await _io(ws.replace_text, path, old_string, new_string, replace_all=replace_all)
     return f"Replaced {count} occurrence(s) in {path}."
 
 
@@ -133,8 +163,8 @@ async def run_shell(command: str, runtime: ToolRuntime[RunContext]) -> str:
     kept), no secrets in its environment. The result gives the exit code, or why it was killed."""
     grant = _grant(runtime)
     ws = Workspace(confine(grant.root, grant.working_directory, grant.thread_id), writable=False)
-    await asyncio.to_thread(ws.ensure, grant.limits.account())
-    result = await sandbox.run(["/bin/sh", "-c", command], ws.directory, grant.limits)
+    await _io(ws.ensure, _account(grant.limits))
+    result = await _child(["/bin/sh", "-c", command], ws.directory, grant.limits)
     return result.report()
 
 

@@ -146,7 +146,7 @@ class _Protocol(asyncio.SubprocessProtocol):
 
 async def run(argv: list[str], cwd: Path, limits: Limits) -> Result:
     """Run ``argv`` in ``cwd`` under ``limits``; never raises for what the command does."""
-    account = limits.account()
+    account = limits.account()  # KeyError: no such user
     uid, gid = account if account else (None, None)
     spec = {"limits": limits.rlimits(), "uid": uid, "gid": gid}
     env = scrubbed_environment(os.environ)
