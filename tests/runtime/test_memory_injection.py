@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-from sqlalchemy import select
+from sqlalchemy import event, select
 
 from conftest import Team
 from openbot.runtime.engine import Runtime
@@ -123,3 +123,37 @@ async def test_a_bot_without_memory_gets_neither_memories_nor_the_tools(
     assert "manage_memory" not in seen["system"] and seen["memories"] == []
     async with rt.db.read() as s:
         assert list(await s.scalars(select(Memory.id))) == []
+
+
+async def test_a_run_costs_one_memory_read_and_one_batched_bump(rt: Runtime, team: Team) -> None:
+    """Prepare reads memories with one statement; the injected ones are bumped with one more, in the
+    run's finish transaction (with the context row); a trigger with no word to match reads none."""
+    seen: list[str] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if "memories" in statement and "run_contexts" not in statement:
+            seen.append(statement.split()[0].upper())
+
+    async with rt.db.read() as s:
+        actor = await get_actor(s, "engineer")
+    async with rt.db.transaction() as s:
+        for i in range(20):
+            await store.create(
+                s, BotRef(actor.id, actor.handle), f"deploy note {i} about the payments service"
+            )
+    engines = {rt.db.engine.sync_engine, rt.db.read_engine.sync_engine}
+    for engine in engines:
+        event.listen(engine, "before_cursor_execute", record)
+    try:
+        thread = await team.thread()
+        await team.post(thread, "@engineer how do we deploy payments?")
+        await team.idle()
+        injected = seen[:]
+        seen.clear()
+        await team.post(thread, "@engineer ?!")
+        await team.idle()
+    finally:
+        for engine in engines:
+            event.remove(engine, "before_cursor_execute", record)
+    assert injected == ["WITH" if rt.db.backend == "postgresql" else "SELECT", "UPDATE"]
+    assert seen == []

@@ -1,7 +1,7 @@
 """What a memory may hold, and how text becomes a lexical query (DESIGN §8). Pure: no I/O.
 
-Relevance is lexical by default: the trigger text's words (lower-cased, stop words and one-letter
-words dropped, at most :data:`MAX_TERMS`) are OR-ed into one query, and the index ranks the
+Relevance is lexical by default: the trigger text's words (lower-cased; @mentions, stop words and
+one-letter words dropped; at most :data:`MAX_TERMS`) are OR-ed into one query, and the index ranks the
 memories that match any of them (SQLite FTS5 with bm25, PostgreSQL full-text with ``ts_rank``; both
 stem English words). A memory that shares no word with the trigger never matches, so it is never
 injected, however few memories match.
@@ -26,6 +26,7 @@ INJECTED = 8  # memories injected into a run's system prompt
 MAX_TERMS = 32  # words of the trigger text that take part in a query
 
 _WORD = re.compile(r"[^\W_]+")
+_MENTION = re.compile(r"@[A-Za-z0-9_-]+")  # who a text is addressed to, not what it is about
 # Words too common to say what a text is about (both indexes must drop the same ones).
 STOP_WORDS = frozenset(
     """a about above after again all am an and any are as at be because been before being below
@@ -64,9 +65,10 @@ def check_importance(value: float) -> float:
 
 
 def query_terms(text: str) -> tuple[str, ...]:
-    """The words of ``text`` that carry meaning, first occurrence first, at most :data:`MAX_TERMS`."""
+    """The words of ``text`` that carry meaning (not stop words, not @mentions), first occurrence
+    first, at most :data:`MAX_TERMS`."""
     terms: dict[str, None] = {}
-    for word in _WORD.findall(text.lower()):
+    for word in _WORD.findall(_MENTION.sub(" ", text).lower()):
         if len(word) > 1 and word not in STOP_WORDS:
             terms[word] = None
             if len(terms) == MAX_TERMS:
