@@ -53,3 +53,9 @@ def test_decay_and_consolidate_now_from_the_memory_tab(page: Page, server: LiveS
     assert merged["supersedes"] in (first["id"], second["id"]) and merged["source"] == "consolidation"
     events = [a["event"] for a in api.activity(event="memory.")]
     assert events.count("memory.pruned") == 1 and events.count("memory.consolidated") == 1
+
+    page.goto(f"{server.url}/#/activity?event=memory.")
+    rows = page.locator(".activity-table tbody tr[data-id]")
+    expect(rows.filter(has_text="memory.consolidated")).to_have_count(1)
+    expect(rows.filter(has_text="memory.pruned")).to_have_count(1)
+    expect(rows.filter(has_text="memory.archived")).to_have_count(2)
