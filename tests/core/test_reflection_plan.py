@@ -4,6 +4,8 @@ field rules, and the scope rule (invariant 10)."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from openbot.core.reflection import Change, Known, parse_json_answer, plan_reflection, thread_specific
 
@@ -84,3 +86,29 @@ def test_json_is_found_in_fences_and_prose() -> None:
     assert parse_json_answer('Sure. {"operations": [2]} Done.') == {"operations": [2]}
     with pytest.raises(ValueError):
         parse_json_answer("nothing to see")
+
+
+_OPS = st.fixed_dictionaries(
+    {
+        "op": st.sampled_from(["create", "update", "delete", "forget"]),
+        "content": st.one_of(
+            st.none(), st.sampled_from(["", "Use squash merges", "In thr_0001234567890abcdef0 do x"])
+        ),
+        "match": st.one_of(st.none(), st.sampled_from(["CI", "squash", "(", ".", "nothing"])),
+        "id": st.one_of(st.none(), st.sampled_from(["mem_1", "mem_2", "mem_9"])),
+        "importance": st.one_of(st.none(), st.floats(-1, 2, allow_nan=False)),
+    }
+).map(lambda op: {k: v for k, v in op.items() if v is not None})
+
+
+@given(st.lists(_OPS, max_size=25))
+def test_every_operation_is_applied_or_refused_and_each_memory_changes_once(
+    ops: list[dict[str, object]],
+) -> None:
+    plan = plan_reflection(ops, MEMORIES, thread_id="thr_0001234567890abcdef0")
+    known = {m.id for m in MEMORIES}
+    targeted = [c.id for c in plan.changes if c.id is not None]
+    assert len(targeted) == len(set(targeted)) and set(targeted) <= known
+    assert all(c.content and "thr_" not in c.content for c in plan.changes if c.op == "create")
+    assert all(0 <= c.importance <= 1 for c in plan.changes if c.importance is not None)
+    assert len(plan.refused) <= len(ops) and (not ops or plan.changes or plan.refused)
