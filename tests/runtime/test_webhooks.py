@@ -6,6 +6,7 @@ middle of the schedule, and the SSRF rule at creation and at delivery time.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -216,3 +217,23 @@ async def test_a_url_changed_to_link_local_is_refused_at_delivery(
     assert row.status == "pending" and row.attempts == 1
     assert row.last_error is not None and row.last_error.startswith("refused: 169.254.169.254")
     assert receiver.requests == []
+
+
+async def test_two_runtimes_on_one_database_send_each_attempt_once(
+    boot: Boot, settings: Settings, receiver: Receiver, clock: FakeClock
+) -> None:
+    receiver.statuses = [500]
+    async with boot() as first, Runtime(settings, clock=clock) as second:
+        await _external(first, receiver.url)
+        team = Team(first)
+        thread_id = await team.thread(participants=["hook"])
+        for n in range(5):
+            await team.post(thread_id, f"@hook update {n}")  # no bot wakes: five deliveries
+        for _ in range(3):
+            await asyncio.gather(first.webhooks.deliver_due(), second.webhooks.deliver_due())
+            clock.advance(5)
+        rows = await _deliveries(first)
+    assert [r.status for r in rows] == ["delivered"] * 5
+    sent = [r.headers["x-openbot-delivery"] for r in receiver.requests]
+    assert len(sent) == 6 and sorted(set(sent)) == sorted(r.id for r in rows)  # one retry after the 500
+    assert sum(r.attempts for r in rows) == 6
