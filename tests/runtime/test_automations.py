@@ -140,7 +140,7 @@ async def test_downtime_across_a_due_time_is_caught_up_once_or_skipped(boot: Boo
         assert [o["status"] for o in await occurrences(rt, once["id"])] == ["caught_up", "fired"]
 
 
-async def test_a_firing_into_a_deleted_thread_is_a_failed_occurrence(
+async def test_a_firing_into_a_deleted_thread_fails_once_and_disables_the_automation(
     rt: Runtime, team: Team, clock: FakeClock
 ) -> None:
     thread = await team.thread("gone soon")
@@ -153,7 +153,11 @@ async def test_a_firing_into_a_deleted_thread_is_a_failed_occurrence(
     [failed] = await occurrences(rt, made["id"])
     assert failed["status"] == "failed" and failed["message_id"] is None
     assert failed["error"] is not None and thread in failed["error"]["message"]
-    assert (await rt.automations.get(made["id"]))["next_run_at"] == "2026-01-01T00:02:00+00:00"
+    stopped = await rt.automations.get(made["id"])
+    assert stopped["enabled"] is False and stopped["next_run_at"] is None
+    clock.advance(120)
+    await rt.automations.fire_due()
+    assert len(await occurrences(rt, made["id"])) == 1
 
 
 async def test_a_heartbeat_wakes_the_bot_in_each_thread_with_unfinished_todos(

@@ -78,9 +78,10 @@ async def fire(
         row.last_run_at = stamp
         try:
             occurrence.thread_id, occurrence.message_id = await _post(session, delivery, row)
-        except _Unpostable as exc:
+        except _Unpostable as exc:  # it would fail the same way every time: stop until changed
             occurrence.status = Occurred.FAILED
-            occurrence.error = {"code": "not_found", "message": str(exc)}
+            occurrence.error = {"code": "not_found", "message": f"{exc}; the automation is disabled"}
+            row.enabled, row.next_run_at = False, None
     _record(session, row, occurrence)
     return occurrence
 
