@@ -110,3 +110,23 @@ async def test_a_draft_to_an_unknown_actor_is_a_tool_error(team: Team) -> None:
         from openbot.runtime import drafts
 
         assert await drafts.list_drafts(s, status=None, bot_id=None, limit=10) == []
+
+
+async def test_an_actor_token_sees_and_decides_the_drafts_of_its_threads_only(
+    team: Team, client: httpx.AsyncClient
+) -> None:
+    thread = await _drafting(team, actor="partner")  # alice is not in this thread
+    assert (await client.post("/api/v1/actors", json={"handle": "alice", "kind": "human"})).status_code == 201
+    token = (await client.post("/api/v1/actors/alice/tokens")).json()["token"]
+    alice = {"Authorization": f"Bearer {token}"}
+    draft = (await client.get("/api/v1/drafts")).json()["items"][0]
+    assert (await client.get("/api/v1/drafts", headers=alice)).json()["items"] == []
+    assert (await client.get(f"/api/v1/drafts/{draft['id']}", headers=alice)).status_code == 404
+    refused = await client.post(f"/api/v1/drafts/{draft['id']}/approve", json={}, headers=alice)
+    assert refused.status_code == 404
+    assert (await client.get(f"/api/v1/drafts/{draft['id']}")).json()["status"] == "pending"
+    await team.post(thread, "alice joins", sender="alice")
+    visible = (await client.get("/api/v1/drafts", headers=alice)).json()["items"]
+    assert [d["id"] for d in visible] == [draft["id"]]
+    sent = await client.post(f"/api/v1/drafts/{draft['id']}/approve", json={}, headers=alice)
+    assert sent.status_code == 200 and sent.json()["decided_by"] == "alice"

@@ -21,6 +21,7 @@ from openbot.core.errors import Conflict, Forbidden, InvalidArgument, NotFound
 from openbot.core.ids import new_id
 from openbot.runtime import notices
 from openbot.runtime.delivery.post import Delivery
+from openbot.runtime.scope import member_threads
 from openbot.runtime.views import iso
 from openbot.store.db import now
 from openbot.store.journal import append_event, log_activity
@@ -85,17 +86,29 @@ def draft_view(draft: Draft, bot: str, target_actor: str | None, decided_by: str
     }
 
 
-async def view_of(session: AsyncSession, draft_id: str) -> DraftView:
-    row = (await session.execute(_VIEW.where(Draft.id == draft_id))).first()
+async def view_of(session: AsyncSession, draft_id: str, *, member: str | None = None) -> DraftView:
+    """The draft; 404 when there is none (or, with ``member``, none in that actor's threads)."""
+    stmt = _VIEW.where(Draft.id == draft_id)
+    if member is not None:
+        stmt = stmt.where(Draft.thread_id.in_(member_threads(member)))
+    row = (await session.execute(stmt)).first()
     if row is None:
         raise NotFound(f"draft {draft_id} not found", {"draft_id": draft_id})
     return draft_view(*row)
 
 
 async def list_drafts(
-    session: AsyncSession, *, status: str | None, bot_id: str | None, limit: int
+    session: AsyncSession,
+    *,
+    status: str | None,
+    bot_id: str | None,
+    limit: int,
+    member: str | None = None,
 ) -> list[DraftView]:
+    """Drafts oldest first; with ``member``, only those saved in that actor's threads."""
     stmt = _VIEW
+    if member is not None:
+        stmt = stmt.where(Draft.thread_id.in_(member_threads(member)))
     if status is not None:
         stmt = stmt.where(Draft.status == status)
     if bot_id is not None:

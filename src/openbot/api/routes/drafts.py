@@ -23,17 +23,19 @@ class DraftList(TypedDict):
 @router.get("/drafts", responses=errors(404))
 async def list_drafts(
     rt: RuntimeDep,
+    principal: PrincipalDep,
     status: Literal["pending", "sent", "rejected"] | None = None,
     bot: str | None = None,
     limit: int = Query(200, ge=1, le=1000),
 ) -> DraftList:
-    """Newest last; ``status=pending`` is what waits for a person."""
-    return {"items": await rt.drafts.list_drafts(status=status, bot=bot, limit=limit)}
+    """Newest last; ``status=pending`` is what waits for a person. An actor token sees the drafts
+    of its threads only."""
+    return {"items": await rt.drafts.list_drafts(status=status, bot=bot, limit=limit, principal=principal)}
 
 
 @router.get("/drafts/{draft_id}", responses=errors(404))
-async def get_draft(rt: RuntimeDep, draft_id: str) -> DraftView:
-    return await rt.drafts.get(draft_id)
+async def get_draft(rt: RuntimeDep, principal: PrincipalDep, draft_id: str) -> DraftView:
+    return await rt.drafts.get(draft_id, principal)
 
 
 @router.post("/drafts/{draft_id}/approve", responses=errors(403, 404, 409))
