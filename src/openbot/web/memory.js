@@ -3,6 +3,7 @@
 
 import { h, fill, clear, toast, nextId, debounce, timeEl } from "/web/dom.js";
 import { request, describeError } from "/web/api.js";
+import { live } from "/web/live.js";
 import { upkeepControls } from "/web/memory_upkeep.js";
 
 export const SEGMENTS = ["identity", "preference", "correction", "relationship", "project", "knowledge", "context"];
@@ -54,6 +55,11 @@ export class MemoryPanel {
       h("option", { value: "all" }, "All"),
     );
     const reload = debounce(() => this.load(), 200);
+    // Changes by the bot (its tools, reflection) or anyone else show up as they happen.
+    const off = live.on("activity.created", (row) => {
+      if (!this.el.isConnected && this.loaded) off();
+      else if (this.el.isConnected && row && row.actor === handle && String(row.event).startsWith("memory.")) reload();
+    });
     this.q.addEventListener("input", reload);
     for (const select of [this.segment, this.tier, this.lifecycle]) select.addEventListener("change", () => this.load());
     this.index = h("p.muted.small.memory-index");
@@ -71,6 +77,7 @@ export class MemoryPanel {
   }
 
   async load() {
+    this.loaded = true;
     const params = new URLSearchParams({ lifecycle: this.lifecycle.value, limit: "200" });
     if (this.q.value.trim()) params.set("q", this.q.value.trim());
     if (this.segment.value) params.set("segment", this.segment.value);
