@@ -62,6 +62,11 @@ def test_automations_page_creates_toggles_runs_edits_and_deletes(
     posted = [m for m in api.messages(thread) if m["metadata"].get("automation_id") == made["id"]]
     assert [m["content"] for m in posted] == ["@qa post the standup notes"]
     expect(row).not_to_contain_text("never")  # last run shown
+    page.get_by_role("link", name="Standups").click()
+    tag = page.locator(f'article.msg[data-message-id="{posted[0]["id"]}"] a.msg-automation')
+    expect(tag).to_have_attribute("href", f"#/automations/{made['id']}")
+    tag.click()
+    expect(page.get_by_role("heading", name="History: Daily standup")).to_be_visible()
 
     row.get_by_role("button", name="Edit").click()
     editor = page.get_by_role("dialog", name="Edit automation")

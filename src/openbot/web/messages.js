@@ -36,11 +36,19 @@ export function messageEl(m) {
         h("span.msg-sender", `@${sender.handle}`),
         sender.kind !== "human" ? h("span.msg-kind", sender.kind) : null,
         m.hop ? h("span.msg-hop", { title: "Bot-to-bot hand-offs since the last human message" }, `hop ${m.hop}`) : null,
+        automationLink(m),
         timeEl(m.created_at),
       ),
       h("div.msg-content", renderText(m.content, handleSet(m))),
     ),
   );
+}
+
+/** A message an automation posted links to it (why did this appear at 9:00?). */
+function automationLink(m) {
+  const id = m.metadata && m.metadata.kind === "automation" ? m.metadata.automation_id : null;
+  if (!id) return null;
+  return h("a.msg-hop.msg-automation", { href: `#/automations/${encodeURIComponent(id)}`, title: "Posted by an automation" }, "automation");
 }
 
 function noticeEl(m) {
