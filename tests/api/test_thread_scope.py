@@ -4,14 +4,17 @@ their threads only. The admin keeps full access."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
 import httpx
 import pytest
 from test_events import collect
+from typer.testing import CliRunner
 
 from conftest import Team
+from openbot.cli import app
 from openbot.runtime.engine import Runtime
 
 pytestmark = pytest.mark.asyncio
@@ -127,3 +130,26 @@ async def test_an_actor_tokens_event_stream_carries_its_threads_only(
         lambda got: _threads_of(got) >= {mine, other, later},
     )
     assert _threads_of(everything) == {mine, other, later}
+
+
+async def test_the_terminal_client_works_with_an_actor_token(
+    server: str, client: httpx.AsyncClient, team: Team
+) -> None:
+    async def invoke(*args: str) -> Any:
+        argv = [*args, "--server", server]
+        return await asyncio.to_thread(CliRunner().invoke, app, argv, env={"COLUMNS": "100"})
+
+    alice = await _actor_with_token(client, "alice")
+    token = alice["Authorization"].removeprefix("Bearer ")
+    mine, other = await _two_threads(team)
+    listed = await invoke("threads", "--token", token)
+    assert listed.exit_code == 0, listed.output
+    assert "alice's" in listed.stdout and "secret" not in listed.stdout
+    posted = await invoke("post", "alice's", "from the terminal", "--token", token)
+    assert posted.exit_code == 0, posted.output
+    elsewhere = await invoke("post", "secret", "sneaking in", "--token", token)
+    assert elsewhere.exit_code == 1  # no thread of hers is called that
+    assert "from the terminal" in [m["content"] for m in await team.messages(mine)]
+    assert "sneaking in" not in [m["content"] for m in await team.messages(other)]
+    admin = await invoke("threads")
+    assert "alice's" in admin.stdout and "secret" in admin.stdout
