@@ -92,3 +92,16 @@ async def test_touch_counts_uses_in_one_statement(rt: Runtime, clock: FakeClock)
         rows = {m.id: m for m in await s.scalars(select(Memory))}
     assert rows[a.id].access_count == rows[b.id].access_count == 1
     assert rows[a.id].last_accessed_at > rows[a.id].created_at
+
+
+async def test_a_memory_confined_to_a_thread_is_searchable_but_never_injected(rt: Runtime) -> None:
+    bot = await _bot(rt)
+    async with rt.db.transaction() as s:
+        general = await store.create(s, bot, "The payments service deploys on Fridays")
+        local = await store.create(s, bot, "In this thread the payments deploy waits for Anna")
+        local.thread_id = "thr_elsewhere"  # invariant 10: nothing writes these; injection skips them
+    async with rt.db.read() as s:
+        injected = [h.id for h in await store.relevant(s, bot.id, "when does payments deploy?")]
+        found = {m.id for m, _ in await store.search(s, bot.id, "when does payments deploy?")}
+    assert injected == [general.id]
+    assert found == {general.id, local.id}
