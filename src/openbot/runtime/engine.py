@@ -22,6 +22,7 @@ from openbot.runtime.service.runs import RunService
 from openbot.runtime.service.team import TeamService
 from openbot.runtime.service.threads import ThreadService
 from openbot.runtime.team import seed_team
+from openbot.runtime.tools.registry import ToolRegistry
 from openbot.runtime.views import activity_view
 from openbot.runtime.webhooks.deliverer import Webhooks
 from openbot.store.db import Database
@@ -49,6 +50,7 @@ class Runtime:
         self.webhooks = Webhooks(self.db, settings)
         self.upkeep = MemoryUpkeep(self.db, settings)  # reflection, decay, consolidation
         self.automations = AutomationService(self.db, self.delivery, settings.scheduler_poll_seconds)
+        self.tools = ToolRegistry.with_builtins()  # every tool source adds itself here (tools/registry)
         self._stack = AsyncExitStack()
         self._task: asyncio.Task[None] | None = None
         self.system: ActorSystem
@@ -74,7 +76,7 @@ class Runtime:
         if seeded:
             log.info("seeded @you and the default team (model %s)", self.settings.default_model())
         checkpointer = await self.db.dialect.open_checkpointer(self.db.url, self._stack)
-        self.runner = Runner(self.db, self.settings, self.bus, checkpointer)
+        self.runner = Runner(self.db, self.settings, self.bus, checkpointer, self.tools)
         self.system = ActorSystem(self.db, self.settings, self.runner, self.delivery)
         self.threads = ThreadService(self.db, self.delivery, self.system)
         self.team = TeamService(self.db, self.settings, self.system)

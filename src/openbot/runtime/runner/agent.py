@@ -31,36 +31,36 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from openbot.config import Settings
 from openbot.core.model_errors import classify_model_error
 from openbot.runtime.tools.context import RunContext
-from openbot.runtime.tools.memory import MEMORY_TOOLS
-from openbot.runtime.tools.registry import granted
+from openbot.runtime.tools.registry import ToolRegistry
 from openbot.store.models import Actor, BotProfile
 
 _CACHED_AGENTS = 256
 
 
 class AgentCache:
-    """Compiled agents by (bot, profile version, approval tools, model-call limit), least recent out."""
+    """Compiled agents by (bot, profile version, approval tools, model-call limit, registry
+    version), least recent out: a tool appearing or leaving (an MCP server up or down) rebuilds."""
 
     def __init__(
-        self, settings: Settings, tools: list[BaseTool], checkpointer: BaseCheckpointSaver[str]
+        self, settings: Settings, registry: ToolRegistry, checkpointer: BaseCheckpointSaver[str]
     ) -> None:
         self.settings = settings
-        self.tools = tools
-        self.tool_names = {t.name for t in tools}
+        self.registry = registry
         self.checkpointer = checkpointer
         self._agents: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
 
     def agent_for(self, bot: Actor, profile: BotProfile, model: BaseChatModel) -> Any:
         settings = dict(profile.model_settings or {})
         limit = int(settings.get("max_model_calls", self.settings.max_model_calls))
-        approvals = tuple(name for name in (profile.approval_tools or []) if name in self.tool_names)
-        key = (bot.id, profile.version, approvals, limit, profile.memory_enabled)
+        approvals = self.registry.expand(profile.approval_tools or [])
+        key = (bot.id, profile.version, approvals, limit, profile.memory_enabled, self.registry.version)
         agent = self._agents.get(key)
         if agent is not None:
             self._agents.move_to_end(key)
             return agent
-        tools = [t for t in self.tools if profile.memory_enabled or t.name not in MEMORY_TOOLS]
-        tools = [t for t in tools if granted(t.name, profile.tools or [], profile.workspace_access)]
+        tools: list[BaseTool] = self.registry.for_bot(
+            profile.tools or [], profile.workspace_access, profile.memory_enabled
+        )
         agent = create_agent(
             model,
             tools,

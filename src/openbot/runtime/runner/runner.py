@@ -28,7 +28,7 @@ from openbot.runtime.runs.claim import Claim
 from openbot.runtime.runs.events import add_run_event, fenced
 from openbot.runtime.runs.outcome import Outcome
 from openbot.runtime.tools.context import RunContext, ToolEnv
-from openbot.runtime.tools.registry import build_tools
+from openbot.runtime.tools.registry import ToolRegistry
 from openbot.runtime.tools.sandbox import Limits
 from openbot.runtime.tools.workspace import WorkspaceGrant
 from openbot.store.db import Database
@@ -42,13 +42,19 @@ RunEvent = tuple[str, dict[str, Any]]
 
 class Runner:
     def __init__(
-        self, db: Database, settings: Settings, bus: Bus, checkpointer: BaseCheckpointSaver[str]
+        self,
+        db: Database,
+        settings: Settings,
+        bus: Bus,
+        checkpointer: BaseCheckpointSaver[str],
+        registry: ToolRegistry | None = None,
     ) -> None:
         self.db = db
         self.settings = settings
         self.bus = bus
         self.checkpointer = DeferredSaver(checkpointer)
-        self.agents = AgentCache(settings, build_tools(), self.checkpointer)
+        self.tools = registry or ToolRegistry.with_builtins()
+        self.agents = AgentCache(settings, self.tools, self.checkpointer)
         self.workspaces_root = settings.resolved_workspaces_root()  # resolved once, not per run
         self.shell_limits = Limits(
             timeout_seconds=settings.shell_timeout_seconds,
