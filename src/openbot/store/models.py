@@ -67,6 +67,7 @@ class BotProfile(Base):
     approval_tools: Mapped[list[str]] = mapped_column(default=list)
     memory_enabled: Mapped[bool] = mapped_column(Boolean, default=True)
     max_parallel_threads: Mapped[int] = mapped_column(Integer, default=1)
+    max_queued: Mapped[int] = mapped_column(Integer, default=200)  # mailbox bound (the governor sheds above)
     version: Mapped[int] = mapped_column(Integer, default=1)
     workspace_access: Mapped[str] = mapped_column(String(8), default="read")  # none | read | write
 
@@ -480,6 +481,37 @@ class Draft(Base):
     )
 
 
+class Disposal(Base):
+    """A trigger that was admitted to a bot's mailbox and dropped without being served (DESIGN §7,
+    invariant 13): shed, stale, collapsed, cancelled, attempts exhausted… No foreign keys: like the
+    activity log it outlives what it describes (a ``thread_deleted`` row names a thread that is gone)."""
+
+    __tablename__ = "disposals"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    bot_id: Mapped[str] = mapped_column(String(40))
+    thread_id: Mapped[str] = mapped_column(String(40))
+    message_ids: Mapped[list[str]] = mapped_column(default=list)
+    item_ids: Mapped[list[str]] = mapped_column(default=list)
+    reason: Mapped[str] = mapped_column(String(24))
+    trigger_age_s: Mapped[float | None] = mapped_column(Float)
+    bound: Mapped[float | None] = mapped_column(Float)
+    queue_depth: Mapped[int | None] = mapped_column(Integer)
+    collapsed_count: Mapped[int | None] = mapped_column(Integer)
+    run_id: Mapped[str | None] = mapped_column(String(40))
+    created_at: Mapped[datetime]
+
+    __table_args__ = (
+        CheckConstraint(
+            "reason in ('shed', 'stale', 'collapsed', 'cancelled', 'bot_disabled', 'thread_deleted', "
+            "'attempts_exhausted')",
+            name="ck_disposal_reason",
+        ),
+        Index("ix_disposals_bot", "bot_id", "id"),
+        Index("ix_disposals_thread", "thread_id", "id"),
+    )
+
+
 __all__ = [
     "ActivityLog",
     "Actor",
@@ -487,6 +519,7 @@ __all__ = [
     "AutomationOccurrence",
     "Base",
     "BotProfile",
+    "Disposal",
     "Draft",
     "Event",
     "ExternalProfile",
