@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.orm import Session
 
 from openbot.store.memory_index import Fts5Index, LexicalIndex, TsvectorIndex
+from openbot.store.message_index import Fts5MessageIndex, MessageIndex, TsvectorMessageIndex
 from openbot.store.models import Actor, Base, Thread
 
 S = TypeVar("S", bound=Select[*tuple[Any, ...]])
@@ -42,6 +43,8 @@ class Dialect:
     shared = False
     #: How memories are ranked by relevance (``store.memory_index``).
     memory_index: LexicalIndex = Fts5Index()
+    #: How a thread's messages are searched (``store.message_index``).
+    message_index: MessageIndex = Fts5MessageIndex()
 
     def engine_options(self, url: str, *, writer: bool) -> dict[str, Any]:
         """Statements run inline on the event loop (``store.inline_sqlite``); one writer connection."""
@@ -112,6 +115,7 @@ class PostgresDialect(Dialect):
     name = "postgresql"
     shared = True
     memory_index: LexicalIndex = TsvectorIndex()
+    message_index: MessageIndex = TsvectorMessageIndex()
 
     def engine_options(self, url: str, *, writer: bool) -> dict[str, Any]:
         return {"pool_size": 10, "max_overflow": 20, "pool_pre_ping": True}

@@ -7,8 +7,6 @@ Each call reads the run it serves from the injected ``ToolRuntime.context`` (a
 
 from __future__ import annotations
 
-import re
-from collections import Counter
 from typing import Any, Literal
 
 from langchain.tools import ToolRuntime
@@ -17,21 +15,16 @@ from langgraph.types import interrupt
 from pydantic import BaseModel, Field
 from sqlalchemy import Select, select
 
+from openbot.core.memory import query_terms
 from openbot.runtime.tools.context import RunContext
 from openbot.store.db import now
+from openbot.store.message_index import MessageIndex
 from openbot.store.models import Actor, BotProfile, Message, TodoList
 
 
 class Todo(BaseModel):
     content: str = Field(description="what to do")
     status: Literal["pending", "in_progress", "completed"] = "pending"
-
-
-_WORD = re.compile(r"[a-z0-9]+")
-
-
-def _words(text: str) -> list[str]:
-    return _WORD.findall(text.lower())
 
 
 @tool
@@ -82,21 +75,27 @@ async def read_history(runtime: ToolRuntime[RunContext], offset: int = 0, limit:
 async def recall_messages(query: str, runtime: ToolRuntime[RunContext], limit: int = 8) -> str:
     """Search this thread's messages for `query` (lexical match) and return the best matches."""
     env = runtime.context.env
-    terms = Counter(_words(query))
-    async with env.db.read() as s:
-        rows = (await s.execute(_thread_messages(env.thread_id))).all()
-    scored = []
-    for index, (_id, handle, content) in enumerate(rows):
-        words = Counter(_words(content))
-        score = sum(min(count, words[t]) for t, count in terms.items())
-        if score:
-            scored.append((score, index, handle, content))
-    scored.sort(key=lambda row: (-row[0], -row[1]))
-    if not scored:
+    index = env.db.dialect.message_index
+    terms = query_terms(query)
+    if not terms:
         return f"No message matches {query!r}."
-    return "\n".join(
-        f"#{index} [{'@' + h if h else 'system'}]: {c}" for _s, index, h, c in scored[: max(1, limit)]
-    )
+    params = {"thread_id": env.thread_id, "query": index.query(terms), "limit": max(1, min(limit, 50))}
+    async with env.db.read() as s:
+        rows = (await s.execute(_search(index), params)).all()
+    if not rows:
+        return f"No message matches {query!r}."
+    return "\n".join(f"#{r.position} [{'@' + r.handle if r.handle else 'system'}]: {r.content}" for r in rows)
+
+
+_SEARCHES: dict[int, Any] = {}
+
+
+def _search(index: MessageIndex) -> Any:
+    """The index's search statement, built once per index."""
+    stmt = _SEARCHES.get(id(index))
+    if stmt is None:
+        stmt = _SEARCHES[id(index)] = index.search()
+    return stmt
 
 
 @tool
