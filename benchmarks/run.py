@@ -1,6 +1,6 @@
 """Run the benchmarks and print one JSON report on stdout (progress goes to stderr).
 
-    python -m benchmarks.run [--scenario hop|bare|throughput|fleet|sse_fanout|memory|all] [--quick]
+    python -m benchmarks.run [--scenario hop|bare|throughput|fleet|sse_fanout|memory|gate|all] [--quick]
 
 ``OPENBOT_BENCH_DATABASE_URL`` (e.g. ``postgresql+psycopg://postgres@127.0.0.1:5432/openbot_bench``)
 adds the PostgreSQL runs (throughput, and the fleet of worker processes); that database is emptied
@@ -18,9 +18,9 @@ import sys
 import time
 from typing import Any
 
-from benchmarks import bare, fleet, hop, memory, report, sse_fanout, throughput
+from benchmarks import bare, fleet, gate, hop, memory, report, sse_fanout, throughput
 
-SCENARIOS = ("hop", "bare", "throughput", "fleet", "sse_fanout", "memory")
+SCENARIOS = ("hop", "bare", "throughput", "fleet", "sse_fanout", "memory", "gate")
 
 
 async def collect(scenarios: list[str], quick: bool) -> dict[str, Any]:
@@ -45,6 +45,8 @@ async def collect(scenarios: list[str], quick: bool) -> dict[str, Any]:
         out["sse_fanout"] = await sse_fanout.run(30 if quick else 200, 50 if quick else sse_fanout.CLIENTS)
     if "memory" in scenarios:
         out["memory"] = await memory.run(30 if quick else 200, os.environ.get("OPENBOT_BENCH_DATABASE_URL"))
+    if "gate" in scenarios:
+        out["gate"] = gate.run(0.5 if quick else 2.0)
     out["load_average_1m_after"] = report.load_average()
     out["seconds"] = round(time.perf_counter() - started, 1)
     out["targets"] = report.targets(out)
