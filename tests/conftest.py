@@ -33,7 +33,26 @@ from openbot.runtime.runs.claim import Claim  # noqa: E402
 from openbot.runtime.team import get_actor, update_bot  # noqa: E402
 from openbot.store.models import Base, InboxItem, Message, Run, Thread  # noqa: E402
 
-PG_URL = os.environ.get("OPENBOT_TEST_DATABASE_URL")
+
+def _worker_database(url: str | None) -> str | None:
+    """Under pytest-xdist each worker gets a database of its own (``<name>_gw0``, …), created on
+    first use: tests empty their database, so two workers must never share one."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not url or not worker:
+        return url
+    import psycopg
+    from sqlalchemy import make_url
+
+    parsed = make_url(url)
+    name = f"{parsed.database}_{worker}"
+    admin = parsed.set(drivername="postgresql", database="postgres").render_as_string(hide_password=False)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is None:
+            conn.execute(f'CREATE DATABASE "{name}"')
+    return parsed.set(database=name).render_as_string(hide_password=False)
+
+
+PG_URL = _worker_database(os.environ.get("OPENBOT_TEST_DATABASE_URL"))
 BACKENDS = ["sqlite", *(["postgresql"] if PG_URL else [])]
 
 

@@ -23,7 +23,6 @@ checkpointer passes. This file runs:
 from __future__ import annotations
 
 import operator
-import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -55,9 +54,9 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 from sqlalchemy import make_url
 
+from conftest import PG_URL
 from openbot.runtime.runner.checkpoints import DeferredSaver
 
-PG_URL = os.environ.get("OPENBOT_TEST_DATABASE_URL")
 BACKENDS = ["sqlite", *(["postgresql"] if PG_URL else [])]
 
 Check = Callable[[BaseCheckpointSaver[Any]], Awaitable[None]]

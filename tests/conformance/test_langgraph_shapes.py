@@ -16,7 +16,6 @@ fails after an upgrade, fix the runner and that note, then this test.
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -368,8 +367,9 @@ async def test_a_run_without_interrupt_ends_with_no_pending_interrupts() -> None
 
 
 def _postgres_url() -> str | None:
-    url = os.environ.get("OPENBOT_TEST_DATABASE_URL")
-    return url.replace("+psycopg", "") if url else None
+    from conftest import PG_URL  # this worker's database under pytest-xdist
+
+    return PG_URL.replace("+psycopg", "") if PG_URL else None
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
