@@ -174,12 +174,13 @@ def _check_bot(command: BotCreate | BotUpdate) -> None:
     if model is not None and model != "scripted" and ":" not in model:
         raise InvalidArgument("model must be 'scripted' or 'provider:model'", {"field": "model"})
     settings = command.model_settings
-    if settings is not None and "script" in settings:
-        problems = validate_script(settings["script"])
-        if problems:
-            raise InvalidArgument(
-                "model_settings.script is not valid: " + "; ".join(problems), {"problems": problems}
-            )
+    for key in ("script", "subagent_script"):  # subagent_script: runtime.tools.subagents
+        if settings is not None and key in settings:
+            problems = validate_script(settings[key])
+            if problems:
+                raise InvalidArgument(
+                    f"model_settings.{key} is not valid: " + "; ".join(problems), {"problems": problems}
+                )
     jobs = validate_jobs(settings or {})  # the scripted model's reflection and consolidation
     if jobs:
         raise InvalidArgument("model_settings is not valid: " + "; ".join(jobs), {"problems": jobs})

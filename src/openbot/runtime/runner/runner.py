@@ -11,6 +11,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, ToolMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
@@ -30,6 +31,7 @@ from openbot.runtime.runs.outcome import Outcome
 from openbot.runtime.tools.context import RunContext, ToolEnv
 from openbot.runtime.tools.registry import ToolRegistry
 from openbot.runtime.tools.sandbox import Limits
+from openbot.runtime.tools.subagents import SubagentHost
 from openbot.runtime.tools.workspace import WorkspaceGrant
 from openbot.store.db import Database
 from openbot.store.models import PreparedContext
@@ -98,7 +100,12 @@ class Runner:
         env = ToolEnv(
             self.db, claim.bot_id, claim.bot_handle, claim.thread_id, claim.run_id, self._workspace(prepared)
         )
-        context = RunContext(env=env, model=model, system_prompt=prepared.system_prompt)
+        context = RunContext(
+            env=env,
+            model=model,
+            system_prompt=prepared.system_prompt,
+            subagents=self._subagents(claim, prepared, model, outcome),
+        )
         self.checkpointer.start(claim.run_id, fresh=not claim.resume)
         config = {"configurable": {"thread_id": claim.run_id}, "recursion_limit": 200}
         final: AIMessage | None = None
@@ -122,6 +129,24 @@ class Runner:
                 await self._record(claim, events)
         if outcome.interrupt is None and final is not None:
             outcome.reply = final.text.strip() or None
+
+    def _subagents(
+        self, claim: Claim, prepared: Prepared, model: BaseChatModel, outcome: Outcome
+    ) -> SubagentHost:
+        """What the run lends spawn_agent and skills: its tools (worked out only if one is called)."""
+        profile = prepared.profile
+        return SubagentHost(
+            tools=lambda: self.tools.for_bot(
+                profile.tools or [], profile.workspace_access, profile.memory_enabled
+            ),
+            approvals=lambda: self.tools.expand(profile.approval_tools or []),
+            model=model,
+            model_name=profile.model,
+            model_settings=dict(profile.model_settings or {}),
+            handle=claim.bot_handle,
+            record=lambda events: self._record(claim, events),
+            usage=outcome,
+        )
 
     def _workspace(self, prepared: Prepared) -> WorkspaceGrant:
         """The run's files and shell: its thread's working directory, its bot's access."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
@@ -27,3 +28,4 @@ class RunContext:
     env: ToolEnv
     model: BaseChatModel
     system_prompt: str
+    subagents: Any = None  # the run's SubagentHost (runtime.tools.subagents); None in a sub-agent

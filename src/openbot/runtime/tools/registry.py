@@ -35,6 +35,7 @@ from openbot.runtime.tools.builtins import ask_human, list_bots, read_history, r
 from openbot.runtime.tools.drafts import save_draft
 from openbot.runtime.tools.files import READ_TOOLS, WORKSPACE_TOOLS, WRITE_TOOLS
 from openbot.runtime.tools.memory import MEMORY_TOOLS, manage_memory, search_memory
+from openbot.runtime.tools.subagents import spawn_agent
 
 BUILTIN_TOOLS = (
     "list_bots",
@@ -46,7 +47,7 @@ BUILTIN_TOOLS = (
 )
 # Optional built-ins a bot has only when its ``tools`` name them; the workspace file tools come
 # with its ``workspace_access`` instead (read: list, read, search; write: also write and edit).
-GRANTED_TOOLS = ("run_shell", "save_draft", *AUTOMATION_TOOLS)
+GRANTED_TOOLS = ("run_shell", "save_draft", "spawn_agent", *AUTOMATION_TOOLS)
 WORKSPACE_ACCESS = ("none", "read", "write")
 
 
@@ -107,6 +108,7 @@ def build_tools() -> list[BaseTool]:
         *(schedule_message, create_automation, list_automations, toggle_automation, delete_automation),
         *WORKSPACE_TOOLS,  # by workspace_access, and run_shell by name (granted)
         save_draft,
+        spawn_agent,  # by name (granted); runtime.tools.subagents
     ]
 
 
