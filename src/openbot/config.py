@@ -75,6 +75,11 @@ class Settings(BaseSettings):
     shell_timeout_seconds: float = Field(30.0, gt=0, validation_alias=_env("SHELL_TIMEOUT_SECONDS"))
     shell_memory_mb: int = Field(512, ge=16, validation_alias=_env("SHELL_MEMORY_MB"))
     shell_user: str = Field("nobody", validation_alias=_env("SHELL_USER"))
+    # Tool sources (runtime.tools): a directory of Python modules of LangChain tools, an
+    # .mcp.json-style file of MCP servers, and how long one MCP tool call may take.
+    tools_dir: Path | None = Field(None, validation_alias=AliasChoices("OPENBOT_TOOLS_DIR"))
+    mcp_config: Path | None = Field(None, validation_alias=AliasChoices("OPENBOT_MCP_CONFIG"))
+    mcp_call_timeout_seconds: float = Field(60.0, gt=0, validation_alias=_env("MCP_CALL_TIMEOUT_SECONDS"))
     # Comma-separated in the environment. Host names (any port) a request may be addressed to; the
     # address a connection arrived on is always allowed, "*" allows any (api.exposure).
     allowed_hosts: Annotated[list[str], NoDecode] = Field(

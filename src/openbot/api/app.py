@@ -27,6 +27,7 @@ from openbot.api.routes import (
     team,
     threads,
     tokens,
+    tools,
     webhooks,
 )
 from openbot.api.schemas import document
@@ -77,6 +78,7 @@ def create_app(
         webhooks,
         memories,
         drafts,
+        tools,
     ):
         app.include_router(module.router, prefix="/api/v1", dependencies=protected)
     _document(app)

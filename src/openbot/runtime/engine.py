@@ -22,7 +22,7 @@ from openbot.runtime.service.runs import RunService
 from openbot.runtime.service.team import TeamService
 from openbot.runtime.service.threads import ThreadService
 from openbot.runtime.team import seed_team
-from openbot.runtime.tools.registry import ToolRegistry
+from openbot.runtime.tools.sources import build_registry
 from openbot.runtime.views import activity_view
 from openbot.runtime.webhooks.deliverer import Webhooks
 from openbot.store.db import Database
@@ -50,7 +50,8 @@ class Runtime:
         self.webhooks = Webhooks(self.db, settings)
         self.upkeep = MemoryUpkeep(self.db, settings)  # reflection, decay, consolidation
         self.automations = AutomationService(self.db, self.delivery, settings.scheduler_poll_seconds)
-        self.tools = ToolRegistry.with_builtins()  # every tool source adds itself here (tools/registry)
+        # Every tool source adds itself to this registry (tools/registry); MCP servers start below.
+        self.tools, self.mcp = build_registry(settings)
         self._stack = AsyncExitStack()
         self._task: asyncio.Task[None] | None = None
         self.system: ActorSystem
@@ -97,6 +98,7 @@ class Runtime:
         if self.settings.run_workers:
             await self._stack.enter_async_context(self.upkeep.running())
         await self._stack.enter_async_context(self.webhooks.running())
+        await self._stack.enter_async_context(self.mcp.running())  # in the background
         return self
 
     async def __aexit__(self, *exc: Any) -> None:

@@ -1,0 +1,207 @@
+"""MCP servers as a tool source: each supervised in the background, its tools ``<server>__<tool>``.
+
+Every server of ``OPENBOT_MCP_CONFIG`` gets a task (started by :meth:`McpServers.running`, which
+returns at once: the server is usable before any MCP server is up) that opens a session through
+langchain-mcp-adapters' ``create_session``, lists its tools with ``load_mcp_tools`` and holds the
+session until it breaks: a call failing on the transport, or a keep-alive ping failing. Then the
+session is closed and opened again after a backoff (0.5 s doubling to 30 s, reset once up).
+
+The registry's tools for a server are stable proxies (they outlive restarts, so compiled agents
+need no rebuild when a server restarts with the same tools). A call on a server that is not up,
+that dies under it or that takes longer than ``OPENBOT_MCP_CALL_TIMEOUT_SECONDS`` is a
+``ToolException``: the model reads a clear error, the run goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+
+import anyio
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from langchain_mcp_adapters.sessions import create_session
+from langchain_mcp_adapters.tools import load_mcp_tools
+from mcp import ClientSession
+
+from openbot.runtime.tools.mcp_config import ServerConfig
+from openbot.runtime.tools.registry import ToolEntry, ToolRegistry
+
+log = logging.getLogger(__name__)
+
+BACKOFF = (0.5, 30.0)  # first delay, cap (seconds); doubles after each failed start
+START_TIMEOUT = 30.0
+KEEPALIVE_SECONDS = 15.0
+
+
+class McpServer:
+    """One configured server: its state for ``GET /mcp``, its tools, its supervising loop."""
+
+    def __init__(self, config: ServerConfig, registry: ToolRegistry, call_timeout: float) -> None:
+        self.name = config.name
+        self.transport = config.transport
+        self.config = config
+        self.registry = registry
+        self.call_timeout = call_timeout
+        self.status = "failed" if config.error else "stopped"  # starting | running | failed | stopped
+        self.error: str | None = config.error
+        self.restarts = 0
+        self.proxies: dict[str, BaseTool] = {}  # registry name -> stable proxy
+        self._live: dict[str, BaseTool] = {}  # MCP tool name -> the adapter's tool on this session
+        self._session: ClientSession | None = None
+        self._broken = False
+        self._wake = asyncio.Event()  # set: check the session now
+
+    def view(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "transport": self.transport,
+            "status": self.status,
+            "error": self.error,
+            "tools": len(self.proxies),
+            "tool_names": sorted(self.proxies),
+            "restarts": self.restarts,
+        }
+
+    def entries(self) -> Iterable[ToolEntry]:
+        status = "available" if self.status == "running" else self.status
+        for tool in self.proxies.values():
+            yield ToolEntry(tool, "mcp", server=self.name, groups=(f"mcp:{self.name}",), status=status)
+
+    async def supervise(self) -> None:
+        """Start the server, hold it while it works, restart it with backoff when it breaks."""
+        if self.config.connection is None:
+            return  # a configuration error: listed as failed, never started
+        delay = BACKOFF[0]
+        while True:
+            self.status = "starting"
+            try:
+                await self._session_once()
+                delay = BACKOFF[0]  # it was up: the next restart is quick
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:  # anyio task groups raise BaseExceptionGroups
+                self.error = describe(exc)
+                log.warning("MCP server %s failed: %s", self.name, self.error)
+            self._session, self._live, self.status = None, {}, "failed"
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, BACKOFF[1])
+            self.restarts += 1
+
+    async def _session_once(self) -> None:
+        assert self.config.connection is not None
+        async with create_session(self.config.connection) as session:
+            await asyncio.wait_for(session.initialize(), START_TIMEOUT)
+            tools = await asyncio.wait_for(load_mcp_tools(session, server_name=self.name), START_TIMEOUT)
+            self._up(session, tools)
+            await self._hold(session)
+
+    def _up(self, session: ClientSession, tools: list[BaseTool]) -> None:
+        self._live = {t.name: t for t in tools}
+        if {f"{self.name}__{t.name}" for t in tools} != set(self.proxies):
+            self.proxies = {f"{self.name}__{t.name}": _proxy(self, t) for t in tools}
+            self.registry.changed()  # the same tools after a restart keep their proxies: no rebuild
+        self._session, self.status = session, "running"  # error stays: the last one, for GET /mcp
+        self._broken = False
+        self._wake.clear()
+        log.info("MCP server %s is up with %d tool(s)", self.name, len(tools))
+
+    async def _hold(self, session: ClientSession) -> None:
+        """Until a call reports the session broken or a ping fails: every KEEPALIVE_SECONDS, and
+        at once after a call timed out (slow, or dead with the request lost: the ping tells)."""
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), KEEPALIVE_SECONDS)
+            self._wake.clear()
+            if self._broken:
+                raise ConnectionError(self.error or "the session broke")
+            try:
+                await asyncio.wait_for(session.send_ping(), self.call_timeout)
+            except Exception as exc:
+                raise ConnectionError(f"keep-alive ping failed: {describe(exc)}") from exc
+
+    async def call(self, tool_name: str, args: dict[str, Any]) -> Any:
+        """Call a tool on the live session; every failure is a ToolException the model reads."""
+        tool = self._live.get(tool_name)
+        if self.status != "running" or not isinstance(tool, StructuredTool) or tool.coroutine is None:
+            why = f": {self.error}" if self.error else ""
+            raise ToolException(f"MCP server '{self.name}' is {self.status}{why}; try again later")
+        try:
+            async with asyncio.timeout(self.call_timeout):
+                return await tool.coroutine(**args)
+        except ToolException:
+            raise  # the tool itself answered with an error (isError): the server is fine
+        except TimeoutError:
+            self._wake.set()  # ping it: a dead server is restarted, a slow one kept
+            raise ToolException(
+                f"MCP server '{self.name}' did not answer {tool_name} within {self.call_timeout:g} s"
+            ) from None
+        except Exception as exc:
+            self.error = f"{tool_name}: {describe(exc)}"
+            self.status = "failed"
+            self._broken = True  # the supervisor closes this session and starts another
+            self._wake.set()
+            raise ToolException(
+                f"MCP server '{self.name}' failed during {tool_name} ({describe(exc)}); "
+                "it is being restarted, try again later"
+            ) from exc
+
+
+def _proxy(server: McpServer, tool: BaseTool) -> BaseTool:
+    mcp_name, name = tool.name, f"{server.name}__{tool.name}"
+
+    async def call(**args: Any) -> Any:
+        return await server.call(mcp_name, args)
+
+    return StructuredTool(
+        name=name,
+        description=tool.description or f"{mcp_name} (MCP server {server.name})",
+        args_schema=tool.args_schema,
+        coroutine=call,
+        response_format="content_and_artifact",
+        handle_tool_error=True,
+        metadata={"mcp_server": server.name, "mcp_tool": mcp_name},
+    )
+
+
+def describe(exc: BaseException) -> str:
+    """A one-line reason, unwrapping exception groups to their first leaf."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError | anyio.EndOfStream):
+        return "connection closed (the server process exited?)"
+    text = str(exc).strip() or type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if text != type(exc).__name__ else text
+
+
+class McpServers:
+    """Every configured server: the registry's ``mcp`` source and their supervision."""
+
+    def __init__(self, configs: list[ServerConfig], registry: ToolRegistry, call_timeout: float) -> None:
+        self.servers = {c.name: McpServer(c, registry, call_timeout) for c in configs}
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def entries(self) -> Iterable[ToolEntry]:
+        for server in self.servers.values():
+            yield from server.entries()
+
+    def views(self) -> list[dict[str, Any]]:
+        return [s.view() for s in self.servers.values()]
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[McpServers]:
+        """Supervise every server in the background; stop them (their processes too) on exit."""
+        self._tasks = [
+            asyncio.create_task(s.supervise(), name=f"openbot-mcp-{s.name}") for s in self.servers.values()
+        ]
+        try:
+            yield self
+        finally:
+            for task in self._tasks:
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+            for server in self.servers.values():
+                if server.status != "failed" or server.config.connection is not None:
+                    server.status, server._session = "stopped", None

@@ -1,0 +1,39 @@
+"""A small MCP server written with the ``mcp`` SDK (FastMCP), run over stdio by the MCP tests."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from mcp.server.fastmcp import FastMCP
+
+server = FastMCP("fixture", log_level="WARNING")
+
+
+@server.tool()
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@server.tool()
+def pid() -> int:
+    """This server process's id."""
+    return os.getpid()
+
+
+@server.tool()
+async def slow(seconds: float) -> str:
+    """Answer after a while."""
+    await asyncio.sleep(seconds)
+    return "done"
+
+
+@server.tool()
+def fail(reason: str) -> str:
+    """Always fails with the reason."""
+    raise ValueError(reason)
+
+
+if __name__ == "__main__":
+    server.run("stdio")
