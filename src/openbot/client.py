@@ -286,6 +286,14 @@ class Client:
     ) -> list[JSON]:
         return self._items(f"/bots/{bot.lstrip('@')}/memories", q=q, lifecycle=lifecycle, limit=limit)
 
+    # -- tools ------------------------------------------------------------------------------
+
+    def tools(self) -> list[JSON]:
+        return self._items("/tools")
+
+    def mcp_servers(self) -> list[JSON]:
+        return self._items("/mcp")
+
     # -- observability ----------------------------------------------------------------------
 
     def drafts(self, status: str | None = None, bot: str | None = None) -> list[JSON]:

@@ -138,6 +138,8 @@ export const api = {
   bot: (handle) => request("GET", `/bots/${enc(handle)}`),
   createBot: (body) => request("POST", "/bots", body),
   updateBot: (handle, patch) => request("PATCH", `/bots/${enc(handle)}`, patch),
+  tools: () => request("GET", "/tools").then((r) => r.items),
+  mcpServers: () => request("GET", "/mcp").then((r) => r.items),
   deleteBot: (handle) => request("DELETE", `/bots/${enc(handle)}`),
   actors: () => request("GET", "/actors").then((r) => r.items),
 

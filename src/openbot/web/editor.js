@@ -4,17 +4,10 @@
 import { h, json, avatar, toast, nextId } from "/web/dom.js";
 import { api, describeError } from "/web/api.js";
 import { store } from "/web/store.js";
+import { ToolPicker } from "/web/tool_picker.js";
 
 const WORKSPACE_ACCESS = { none: "None", read: "Read", write: "Read and write" };
-const BUILTIN_TOOLS = ["list_bots", "ask_human", "read_history", "recall_messages", "todo_write"];
 const MODELS = ["scripted", "anthropic:claude-sonnet-4-5", "openai:gpt-4o", "ollama:llama3.1"];
-
-function splitList(text) {
-  return text
-    .split(/[\s,]+/)
-    .map((s) => s.trim())
-    .filter(Boolean);
-}
 
 function field(label, control, help) {
   const id = control.id || nextId("f");
@@ -48,8 +41,7 @@ export class BotEditor {
     this.modelList = nextId("models");
     this.model = h("input", { type: "text", value: bot.model || "", list: this.modelList, spellcheck: false });
     this.model.setAttribute("list", this.modelList);
-    this.tools = h("input", { type: "text", value: (bot.tools || []).join(", "), spellcheck: false });
-    this.approval = h("input", { type: "text", value: (bot.approval_tools || []).join(", "), spellcheck: false });
+    this.tools = new ToolPicker(bot.tools || [], bot.approval_tools || []);
     this.memory = h("input", { type: "checkbox", checked: Boolean(bot.memory_enabled) });
     this.enabled = h("input", { type: "checkbox", checked: bot.enabled !== false });
     this.parallel = h("input", { type: "number", min: 1, max: 64, step: 1, value: bot.max_parallel_threads ?? 1 });
@@ -73,8 +65,6 @@ export class BotEditor {
       h("datalist", { id: this.modelList }, MODELS.map((m) => h("option", { value: m }))),
       field("Description", this.description),
       field("Instructions", this.instructions),
-      field("Extra tools", this.tools, `Comma-separated, beyond the built-ins every bot has (${BUILTIN_TOOLS.join(", ")}): run_shell, save_draft.`),
-      field("Approval tools", this.approval, "Comma-separated. Calls to these tools wait for a human decision (approve, edit, reject)."),
       field("Workspace access", this.workspace, "The files of the thread's working directory: list, read and search them; with write, also write and edit."),
       h(
         "div.grid3",
@@ -82,6 +72,7 @@ export class BotEditor {
         h("label.check", this.memory, h("span", "Memory enabled")),
         h("label.check", this.enabled, h("span", "Enabled")),
       ),
+      this.tools.el,
       this.script.el,
       this.error,
       h("div.row.end", remove, h("span.spacer"), this.saveButton),
@@ -108,8 +99,7 @@ export class BotEditor {
       instructions: this.instructions.value,
       model: this.model.value.trim(),
       model_settings: modelSettings,
-      tools: splitList(this.tools.value),
-      approval_tools: splitList(this.approval.value),
+      ...this.tools.value(),
       memory_enabled: this.memory.checked,
       enabled: this.enabled.checked,
       max_parallel_threads: Number(this.parallel.value) || 1,

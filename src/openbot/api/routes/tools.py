@@ -21,6 +21,7 @@ class ToolView(TypedDict):
     description: str
     parameters: dict[str, Any]
     status: str
+    granted_by: str
 
 
 class ToolList(TypedDict):

@@ -185,4 +185,15 @@ def describe(entry: ToolEntry) -> dict[str, Any]:
         "description": entry.tool.description,
         "parameters": parameters,
         "status": entry.status,
+        "granted_by": granted_by(entry),
     }
+
+
+def granted_by(entry: ToolEntry) -> str:
+    """How a bot gets the tool: "always" (a built-in every bot has), "workspace_access" (the file
+    tools), or "tools" (named in its ``tools``, or a group of it such as ``mcp:<server>``)."""
+    if entry.source != "builtin" or entry.name in GRANTED_TOOLS:
+        return "tools"
+    if entry.name in READ_TOOLS or entry.name in WRITE_TOOLS:
+        return "workspace_access"
+    return "always"
