@@ -139,8 +139,13 @@ export class RunCard {
     if (this.details.open) this.renderDetails();
   }
 
+  /** The run's own tool calls (a sub-agent's are counted apart). */
   toolCalls() {
-    return [...this.events.values()].filter((e) => e.type === "tool_call").length;
+    return [...this.events.values()].filter((e) => e.type === "tool_call" && !e.payload?.agent).length;
+  }
+
+  subagents() {
+    return new Set([...this.events.values()].map((e) => e.payload?.agent).filter(Boolean)).size;
   }
 
   renderHead() {
@@ -148,6 +153,8 @@ export class RunCard {
     const calls = this.toolCalls();
     const meta = [];
     if (calls) meta.push(`${calls} tool call${calls === 1 ? "" : "s"}`);
+    const subs = this.subagents();
+    if (subs) meta.push(`${subs} sub-agent${subs === 1 ? "" : "s"}`);
     if (run.started_at) meta.push(duration(run.started_at, run.finished_at));
     const usage = usageText(run.usage);
     if (usage && !OPEN_STATUSES.has(run.status)) meta.push(usage);
@@ -240,8 +247,47 @@ export class RunCard {
       body.append(h("p.muted.small", "No steps recorded."));
       return;
     }
-    body.append(h("ol.steps", steps.map(stepItem)));
+    body.append(stepList(steps));
   }
+}
+
+/** The run's steps; a sub-agent's steps (payload.agent) nest under the call that spawned it. */
+function stepList(steps) {
+  const nested = new Map();
+  const own = [];
+  for (const event of steps) {
+    const p = event.payload || {};
+    if (!p.agent) {
+      own.push(event);
+      continue;
+    }
+    const key = p.parent || p.agent;
+    if (!nested.has(key)) nested.set(key, { agent: p.agent, steps: [] });
+    nested.get(key).steps.push(event);
+  }
+  const placed = new Set();
+  const items = own.map((event) => {
+    const item = stepItem(event);
+    const sub = event.type === "tool_call" ? nested.get(event.payload?.id) : null;
+    if (sub) {
+      placed.add(event.payload.id);
+      item.append(subagentBlock(sub));
+    }
+    return item;
+  });
+  // A sub-agent whose spawning call is not among the steps (yet): shown on its own.
+  for (const [key, sub] of nested) if (!placed.has(key)) items.push(h("li.step", subagentBlock(sub)));
+  return h("ol.steps", items);
+}
+
+function subagentBlock(sub) {
+  const n = sub.steps.length;
+  return h(
+    "div.subagent",
+    { "data-agent": sub.agent, role: "group", "aria-label": `Steps of ${sub.agent}` },
+    h("div.subagent-head", h("span.subagent-name", sub.agent), ` · ${n} step${n === 1 ? "" : "s"}`),
+    h("ol.steps.substeps", sub.steps.map(stepItem)),
+  );
 }
 
 function stepItem(event) {
