@@ -54,8 +54,23 @@ class Settings(BaseSettings):
     # Automations: the scheduler wakes at the next due time, and at least this often.
     scheduler_poll_seconds: float = Field(1.0, gt=0, validation_alias=_env("SCHEDULER_POLL_SECONDS"))
     # A run still running this long after it started is reaped (failed with a notice): the
-    # heartbeat for stuck runs whose lease keeps being renewed (runtime.scheduler.reaper).
-    run_time_limit_seconds: float = Field(900.0, gt=0, validation_alias=_env("RUN_TIME_LIMIT_SECONDS"))
+    # heartbeat for stuck runs whose lease keeps being renewed (runtime.scheduler.reaper). A bot's
+    # model_settings.run_timeout_seconds overrides it. RUN_TIME_LIMIT_SECONDS is the older name.
+    run_time_limit_seconds: float = Field(
+        600.0,
+        gt=0,
+        validation_alias=AliasChoices(
+            "OPENBOT_RUN_TIMEOUT_SECONDS",
+            "RUN_TIMEOUT_SECONDS",
+            "OPENBOT_RUN_TIME_LIMIT_SECONDS",
+            "RUN_TIME_LIMIT_SECONDS",
+        ),
+    )
+    # The turn governor (runtime.governor): a channel trigger queued longer than this (or than the
+    # bot's run time limit, if longer) is demoted to context; one tool call's time and output bounds.
+    stale_trigger_seconds: float = Field(300.0, gt=0, validation_alias=_env("STALE_TRIGGER_SECONDS"))
+    tool_timeout_seconds: float = Field(120.0, gt=0, validation_alias=_env("TOOL_TIMEOUT_SECONDS"))
+    tool_output_max_chars: int = Field(16_000, ge=200, validation_alias=_env("TOOL_OUTPUT_MAX_CHARS"))
     # This process's name as a run lease owner (DESIGN §6): stable across restarts, so a restarted
     # process takes its own runs back at once. Unset: derived from the host name and the data dir
     # (runtime.scheduler.node); one live process per name.

@@ -35,7 +35,7 @@ async def test_a_run_past_its_time_limit_is_reaped_with_a_notice(team: Team, clo
     assert run.status == "failed" and run.error is not None and run.error["code"] == "run_time_limit"
     notice = (await team.messages(thread))[-1]
     assert notice["sender"] is None and notice["metadata"]["kind"] == "run_failed"
-    assert "time limit of 900 s" in notice["content"]
+    assert f"time limit of {limit:g} s" in notice["content"]
     assert not team.rt.system.in_flight
     [item] = await team.items("engineer")
     assert item.status == "failed"

@@ -19,6 +19,7 @@ from openbot.api.limits import BodyLimit
 from openbot.api.principal import authenticate
 from openbot.api.routes import (
     automations,
+    disposals,
     drafts,
     memories,
     memory_upkeep,
@@ -78,6 +79,7 @@ def create_app(
         webhooks,
         memories,
         drafts,
+        disposals,
         tools,
     ):
         app.include_router(module.router, prefix="/api/v1", dependencies=protected)

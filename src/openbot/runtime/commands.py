@@ -58,6 +58,7 @@ class BotCreate(Body):
     memory_enabled: bool = True
     enabled: bool = True
     max_parallel_threads: int = Field(1, ge=1, le=64)
+    max_queued: int = Field(200, ge=1, le=1000)  # the mailbox bound (runtime.governor)
     workspace_access: Literal["none", "read", "write"] = "read"
 
 
@@ -72,6 +73,7 @@ class BotUpdate(Body):
     memory_enabled: bool | None = None
     enabled: bool | None = None
     max_parallel_threads: int | None = Field(None, ge=1, le=64)
+    max_queued: int | None = Field(None, ge=1, le=1000)
     workspace_access: Literal["none", "read", "write"] | None = None
 
 

@@ -56,6 +56,7 @@ class BotView(TypedDict):
     memory_enabled: bool
     enabled: bool
     max_parallel_threads: int
+    max_queued: int
     workspace_access: str
     created_at: str | None
     state: NotRequired[BotState]
@@ -196,6 +197,7 @@ def bot_view(actor: Actor, profile: BotProfile) -> BotView:
         "memory_enabled": profile.memory_enabled,
         "enabled": actor.enabled,
         "max_parallel_threads": profile.max_parallel_threads,
+        "max_queued": profile.max_queued if profile.max_queued is not None else 200,
         "workspace_access": profile.workspace_access or "read",
         "created_at": iso(actor.created_at),
     }

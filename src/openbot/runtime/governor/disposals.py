@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from typing_extensions import TypedDict
 
 from openbot.core.ids import new_id
+from openbot.runtime.scope import member_threads
 from openbot.runtime.views import iso
 from openbot.store.db import now
 from openbot.store.journal import log_activity
@@ -41,7 +42,7 @@ _SUMMARY = {
     Reason.CANCELLED: "cancelled {n} trigger(s) for @{bot}",
     Reason.BOT_DISABLED: "dropped {n} trigger(s): @{bot} is disabled",
     Reason.THREAD_DELETED: "dropped {n} trigger(s) for @{bot}: the thread was deleted",
-    Reason.ATTEMPTS_EXHAUSTED: "dropped {n} trigger(s) for @{bot} after {depth} failed attempt(s)",
+    Reason.ATTEMPTS_EXHAUSTED: "dropped {n} trigger(s) for @{bot} after {bound:g} failed attempt(s)",
 }
 
 
@@ -64,6 +65,7 @@ class DisposalFilter:
     thread_id: str | None = None
     reason: str | None = None
     limit: int = 200
+    member: str | None = None  # an actor token's handle: the disposals in its threads only
 
 
 def record_disposal(
@@ -142,6 +144,8 @@ async def list_disposals(session: AsyncSession, where: DisposalFilter) -> list[D
         stmt = stmt.where(Disposal.thread_id == where.thread_id)
     if where.reason is not None:
         stmt = stmt.where(Disposal.reason == where.reason)
+    if where.member is not None:
+        stmt = stmt.where(Disposal.thread_id.in_(member_threads(where.member)))
     rows = await session.execute(stmt.order_by(Disposal.id.desc()).limit(where.limit))
     return [disposal_view(row, handle or "") for row, handle in rows]
 

@@ -30,6 +30,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from openbot.config import Settings
 from openbot.core.model_errors import classify_model_error
+from openbot.runtime.runner.bounds import ToolBounds
 from openbot.runtime.tools.context import RunContext
 from openbot.runtime.tools.registry import ToolRegistry
 from openbot.store.models import Actor, BotProfile
@@ -81,6 +82,7 @@ class AgentCache:
             ModelRetryMiddleware(
                 max_retries=2, retry_on=_retryable, on_failure="error", initial_delay=1.0, max_delay=20.0
             ),
+            ToolBounds(self.settings.tool_timeout_seconds, self.settings.tool_output_max_chars),
         ]
         if approvals:
             allowed: InterruptOnConfig = {"allowed_decisions": ["approve", "edit", "reject"]}

@@ -17,9 +17,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from openbot.core.ids import new_id
 from openbot.core.scheduling import Batch, ItemKind, QueuedItem, pick
 from openbot.core.states import ACTIVE_RUNS, IN_FLIGHT_RUNS, ItemStatus, RunStatus, check
+from openbot.runtime.governor.admission import Admission, QueuedRow, note_collapse, retire
 from openbot.runtime.runs.events import journal_run, log_run, move
 from openbot.store.db import dialect, now
-from openbot.store.models import Actor, BotProfile, InboxItem, Message, Run
+from openbot.store.models import Actor, BotProfile, InboxItem, Message, Run, Thread
 
 _MAX_SCAN = 1000  # queued items read per claim
 
@@ -33,7 +34,8 @@ _BOT = (
     .where(Actor.id == bindparam("bot_id"))
 )
 _QUEUED = (
-    select(InboxItem, Message.hop)
+    select(InboxItem, Message.hop, Message.mentions, Thread.kind)
+    .join(Thread, Thread.id == InboxItem.thread_id)
     .outerjoin(Message, Message.id == InboxItem.message_id)
     .where(InboxItem.actor_id == bindparam("bot_id"), InboxItem.status == ItemStatus.QUEUED)
     .order_by(InboxItem.id)
@@ -55,8 +57,11 @@ class Claim:
     at_ceiling: bool = False  # this claim filled the bot's last free thread
 
 
-async def claim_next(session: AsyncSession, bot_id: str, owner: str, lease_seconds: float) -> Claim | None:
-    """Pick the bot's next batch and turn it into a running run, or return None."""
+async def claim_next(
+    session: AsyncSession, bot_id: str, owner: str, lease_seconds: float, admission: Admission = Admission()
+) -> Claim | None:
+    """Retire what the governor drops, pick the bot's next batch and turn it into a running run,
+    or return None."""
     await dialect(session).lock_bot(session, bot_id)
     rows = (await session.execute(_BOT, {"bot_id": bot_id})).all()
     if not rows or rows[0][0].deleted or not rows[0][0].enabled:
@@ -68,7 +73,8 @@ async def claim_next(session: AsyncSession, bot_id: str, owner: str, lease_secon
     if len(in_flight) >= ceiling:
         return None
     parked = frozenset(t for t, s in active if s == RunStatus.WAITING_HUMAN)
-    items, hops = await _queued(session, bot.id)
+    queued = retire(session, bot, profile, await _queued(session, bot.id), admission, now(session))
+    items, hops = [row.item for row in queued], {row.item.id: row.hop for row in queued}
     batch = pick(
         [QueuedItem(i.id, ItemKind(i.kind), i.thread_id, i.created_at.timestamp(), i.run_id) for i in items],
         parked,
@@ -82,6 +88,8 @@ async def claim_next(session: AsyncSession, bot_id: str, owner: str, lease_secon
     if run is None:
         return None
     _lease(session, run, taken, owner, lease_seconds)
+    if not batch.is_resume:
+        note_collapse(session, bot, run.id, taken, admission, now(session))
     await session.flush()
     journal_run(session, run, bot.handle)
     _log_claim(session, bot, run, taken, batch.is_resume)
@@ -124,10 +132,11 @@ def _log_claim(session: AsyncSession, bot: Actor, run: Run, items: Sequence[Inbo
     )
 
 
-async def _queued(session: AsyncSession, bot_id: str) -> tuple[list[InboxItem], dict[str, int | None]]:
-    """The bot's queued items, oldest first, each with its message's hop (None for run items)."""
+async def _queued(session: AsyncSession, bot_id: str) -> list[QueuedRow]:
+    """The bot's queued items, oldest first, each with its message's hop and mentions (None and
+    none for run items) and whether its thread is a channel."""
     loaded = (await session.execute(_QUEUED, {"bot_id": bot_id})).all()
-    return [item for item, _hop in loaded], {item.id: hop for item, hop in loaded}
+    return [QueuedRow(item, hop, kind == "channel", mentions or ()) for item, hop, mentions, kind in loaded]
 
 
 async def _start(

@@ -16,6 +16,7 @@ from openbot.core.scheduling import ItemKind
 from openbot.core.states import ACTIVE_RUNS, ItemStatus, RunStatus, check
 from openbot.runtime import notices
 from openbot.runtime.delivery.post import Delivery
+from openbot.runtime.governor.disposals import Reason, record_disposal
 from openbot.runtime.runs.events import add_run_event, journal_run, log_run, move
 from openbot.store.db import now, wake_after_commit
 from openbot.store.models import Actor, InboxItem, Run, Thread
@@ -51,7 +52,7 @@ async def end_run(
     run.finished_at = now(session)
     run.lease_token += 1  # fence off whoever was running it
     await add_run_event(session, run, "error", error)
-    requeued = await _release_items(session, run, status, requeue_items, max_attempts)
+    requeued = await _release_items(session, run, bot, status, requeue_items, max_attempts)
     if requeued:
         wake_after_commit(session, [bot.id])
     journal_run(session, run, bot.handle)
@@ -72,9 +73,10 @@ async def end_run(
 
 
 async def _release_items(
-    session: AsyncSession, run: Run, status: RunStatus, requeue: bool, max_attempts: int
+    session: AsyncSession, run: Run, bot: Actor, status: RunStatus, requeue: bool, max_attempts: int
 ) -> int:
-    """Settle the items the run held (and its unanswered questions); returns how many were re-queued."""
+    """Settle the items the run held (and its unanswered questions); returns how many were re-queued.
+    Mail that would be re-queued but has had its attempts gets a disposal (invariant 13)."""
     items = await session.scalars(
         select(InboxItem).where(
             ((InboxItem.claimed_by_run == run.id) & (InboxItem.status == ItemStatus.PROCESSING))
@@ -83,6 +85,7 @@ async def _release_items(
     )
     ended = ItemStatus.CANCELLED if status == RunStatus.CANCELLED else ItemStatus.FAILED
     requeued = 0
+    exhausted: list[InboxItem] = []
     for item in items:
         if requeue and item.kind == ItemKind.MESSAGE and item.attempts < max_attempts:
             item.status = check(ItemStatus, item.status, ItemStatus.QUEUED)
@@ -90,5 +93,18 @@ async def _release_items(
             requeued += 1
         else:
             item.status = check(ItemStatus, item.status, ended)
+            if requeue and item.kind == ItemKind.MESSAGE:
+                exhausted.append(item)
         item.updated_at = run.finished_at or now(session)
+    if exhausted:
+        record_disposal(
+            session,
+            bot=bot,
+            thread_id=run.thread_id,
+            reason=Reason.ATTEMPTS_EXHAUSTED,
+            message_ids=[item.message_id or "" for item in exhausted],
+            item_ids=[item.id for item in exhausted],
+            bound=float(max_attempts),
+            run_id=run.id,
+        )
     return requeued

@@ -12,12 +12,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable
+from dataclasses import replace
 
 from sqlalchemy import select
 
 from openbot.config import Settings
 from openbot.core.states import ItemStatus
 from openbot.runtime.delivery.post import Delivery
+from openbot.runtime.governor.admission import Admission
 from openbot.runtime.runner.runner import Runner
 from openbot.runtime.runs.claim import Claim, claim_next
 from openbot.runtime.runs.outcome import Outcome
@@ -49,6 +51,8 @@ class ActorSystem:
         self._poll_wanted = asyncio.Event()
         self.unpaused = asyncio.Event()
         self.unpaused.set()
+        #: The governor's bounds for every claim; its backlog mark is set when the system starts.
+        self.admission = Admission(settings.stale_trigger_seconds, settings.run_time_limit_seconds)
         self._started = asyncio.Event()
         db.mail_listeners.append(self.notify)
 
@@ -57,6 +61,7 @@ class ActorSystem:
         """Own every background task until cancelled (the runtime cancels it when it stops)."""
         async with node.hold(self.db, self.settings) as self.owner, asyncio.TaskGroup() as group:
             self._group = group
+            self.admission = replace(self.admission, backlog_before=self.clock.now())
             await self.recover(expired_only=self.db.dialect.shared, ours=True)
             group.create_task(self._maintain_forever(), name="openbot-maintain")
             group.create_task(self._poll_when_asked(), name="openbot-poll")
@@ -135,7 +140,7 @@ class ActorSystem:
     async def claim(self, bot_id: str) -> Claim | None:
         """Claim the bot's next batch as a running run (the caller holds a slot)."""
         async with self.db.transaction() as s:
-            return await claim_next(s, bot_id, self.owner, self.settings.lease_seconds)
+            return await claim_next(s, bot_id, self.owner, self.settings.lease_seconds, self.admission)
 
     def start_run(self, claim: Claim) -> None:
         if self._group is None:
