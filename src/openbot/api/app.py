@@ -21,6 +21,7 @@ from openbot.api.routes import (
     automations,
     disposals,
     drafts,
+    engagement,
     memories,
     memory_upkeep,
     observability,
@@ -81,6 +82,7 @@ def create_app(
         drafts,
         disposals,
         tools,
+        engagement,
     ):
         app.include_router(module.router, prefix="/api/v1", dependencies=protected)
     _document(app)

@@ -36,6 +36,7 @@ class RouteInput:
     hop: int = 0  # hop of the message being posted
     max_hops: int = 20
     hop_limit_notified: bool = False
+    gated: bool = False  # a channel: the engagement gate, not the default bot, takes unaddressed posts
 
 
 @dataclass(frozen=True)
@@ -97,7 +98,7 @@ def plan_route(data: RouteInput) -> RoutePlan:
             wake = first
     else:
         wake = bots
-        if not targets and not unknown:  # a mention of nobody is never rerouted (docs/decisions.md)
+        if not targets and not unknown and not data.gated:  # a mention of nobody is never rerouted
             wake = _default_target(data)
             new_participants += [h for h in wake if h not in participants and h not in new_participants]
 

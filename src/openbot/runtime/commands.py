@@ -46,6 +46,9 @@ class Body(BaseModel):
         return value
 
 
+Alias = Annotated[str, Field(min_length=1, max_length=NAME_MAX)]
+
+
 class BotCreate(Body):
     handle: str
     name: str | None = Field(None, max_length=NAME_MAX)
@@ -60,6 +63,7 @@ class BotCreate(Body):
     max_parallel_threads: int = Field(1, ge=1, le=64)
     max_queued: int = Field(200, ge=1, le=1000)  # the mailbox bound (runtime.governor)
     workspace_access: Literal["none", "read", "write"] = "read"
+    aliases: list[Alias] = Field(default_factory=list, max_length=20)  # the channel gate's tier 1 matches
 
 
 class BotUpdate(Body):
@@ -75,6 +79,7 @@ class BotUpdate(Body):
     max_parallel_threads: int | None = Field(None, ge=1, le=64)
     max_queued: int | None = Field(None, ge=1, le=1000)
     workspace_access: Literal["none", "read", "write"] | None = None
+    aliases: list[Alias] | None = Field(None, max_length=20)
 
 
 class ActorCreate(Body):
@@ -99,11 +104,13 @@ class ThreadCreate(Body):
     default_bot: str | None = None
     kind: Literal["task", "channel"] = "task"
     working_directory: str | None = None
+    require_mention: bool = False
 
 
 class ThreadUpdate(Body):
     title: str | None = Field(None, max_length=500)
     default_bot: str | None = None
+    require_mention: bool | None = None
     working_directory: str | None = None  # "" clears it
 
 

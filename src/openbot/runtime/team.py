@@ -212,6 +212,7 @@ async def create_bot(session: AsyncSession, command: BotCreate) -> tuple[Actor, 
         memory_enabled=command.memory_enabled,
         max_parallel_threads=command.max_parallel_threads,
         workspace_access=command.workspace_access,
+        aliases=list(command.aliases),
         version=1,
     )
     session.add_all([actor, profile])

@@ -99,6 +99,7 @@ async def create_thread(session: AsyncSession, command: ThreadCreate) -> Thread:
         kind=command.kind,
         default_bot_id=default.id if default else None,
         working_directory=command.working_directory,
+        require_mention=command.require_mention,
         hop_limit_notified=False,
         created_at=stamp,
         last_message_at=None,
@@ -116,8 +117,9 @@ async def create_thread(session: AsyncSession, command: ThreadCreate) -> Thread:
 
 
 async def update_thread(session: AsyncSession, thread_id: str, changes: dict[str, Any]) -> Thread:
-    """PATCH: ``title``, ``default_bot`` (null clears it; the bot joins the thread) and
-    ``working_directory`` (checked and normalised by the caller; null or "" clears it)."""
+    """PATCH: ``title``, ``default_bot`` (null clears it; the bot joins the thread),
+    ``require_mention`` and ``working_directory`` (checked and normalised by the caller; null or ""
+    clears it)."""
     thread = await get_thread(session, thread_id)
     if "title" in changes:
         if changes["title"] is None:
@@ -134,6 +136,10 @@ async def update_thread(session: AsyncSession, thread_id: str, changes: dict[str
                 session.add(ThreadParticipant(thread_id=thread.id, actor_id=bot.id, joined_at=now(session)))
     if "working_directory" in changes:
         thread.working_directory = changes["working_directory"] or None
+    if "require_mention" in changes:
+        if changes["require_mention"] is None:
+            raise InvalidArgument("require_mention cannot be null", {"field": "require_mention"})
+        thread.require_mention = changes["require_mention"]
     await session.flush()
     append_event(session, "thread.updated", dict(await view(session, thread)), thread.id)
     log_activity(

@@ -58,6 +58,7 @@ class BotView(TypedDict):
     max_parallel_threads: int
     max_queued: int
     workspace_access: str
+    aliases: list[str]
     created_at: str | None
     state: NotRequired[BotState]
     deleted: NotRequired[bool]
@@ -96,6 +97,7 @@ class ThreadView(TypedDict):
     title: str
     kind: str
     default_bot: str | None
+    require_mention: bool
     working_directory: str | None
     participants: list[ActorRef]
     created_at: str | None
@@ -199,6 +201,7 @@ def bot_view(actor: Actor, profile: BotProfile) -> BotView:
         "max_parallel_threads": profile.max_parallel_threads,
         "max_queued": profile.max_queued if profile.max_queued is not None else 200,
         "workspace_access": profile.workspace_access or "read",
+        "aliases": list(profile.aliases or []),
         "created_at": iso(actor.created_at),
     }
 
@@ -223,6 +226,7 @@ def thread_view(thread: Thread, participants: list[Actor], default_bot: Actor | 
         "title": thread.title,
         "kind": thread.kind,
         "default_bot": default_bot.handle if default_bot else None,
+        "require_mention": bool(thread.require_mention),
         "working_directory": thread.working_directory,
         "participants": [{"handle": a.handle, "kind": a.kind} for a in participants],
         "created_at": iso(thread.created_at),

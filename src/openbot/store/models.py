@@ -68,6 +68,7 @@ class BotProfile(Base):
     memory_enabled: Mapped[bool] = mapped_column(Boolean, default=True)
     max_parallel_threads: Mapped[int] = mapped_column(Integer, default=1)
     max_queued: Mapped[int] = mapped_column(Integer, default=200)  # mailbox bound (the governor sheds above)
+    aliases: Mapped[list[str]] = mapped_column(default=list)  # names tier 1 of the gate matches
     version: Mapped[int] = mapped_column(Integer, default=1)
     workspace_access: Mapped[str] = mapped_column(String(8), default="read")  # none | read | write
 
@@ -89,6 +90,7 @@ class Thread(Base):
     default_bot_id: Mapped[str | None] = mapped_column(ForeignKey("actors.id", ondelete="SET NULL"))
     working_directory: Mapped[str | None] = mapped_column(Text)
     hop_limit_notified: Mapped[bool] = mapped_column(Boolean, default=False)
+    require_mention: Mapped[bool] = mapped_column(Boolean, default=False)  # channels: only a mention wakes
     created_at: Mapped[datetime]
     last_message_at: Mapped[datetime | None]
 
@@ -512,6 +514,39 @@ class Disposal(Base):
     )
 
 
+class Disposition(Base):
+    """What one bot decided to do with one message: engage, observe or ignore, the tier and signal
+    that decided it and why (DESIGN §7, invariant 13). Written with the message, one row per bot
+    that saw it (``runtime.engagement``); ``pending`` while tier 2's model call is owed."""
+
+    __tablename__ = "dispositions"
+
+    id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
+    )
+    message_id: Mapped[str] = mapped_column(ForeignKey("messages.id", ondelete="CASCADE"))
+    thread_id: Mapped[str] = mapped_column(String(40))
+    bot_id: Mapped[str] = mapped_column(ForeignKey("actors.id", ondelete="CASCADE"))
+    disposition: Mapped[str] = mapped_column(String(8))  # engage | observe | ignore
+    tier: Mapped[int] = mapped_column(Integer)
+    signal: Mapped[str] = mapped_column(String(24))
+    reason: Mapped[str] = mapped_column(Text)
+    pending: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime]
+
+    __table_args__ = (
+        CheckConstraint("disposition in ('engage', 'observe', 'ignore')", name="ck_disposition"),
+        Index("uq_dispositions_message_bot", "message_id", "bot_id", unique=True),
+        Index("ix_dispositions_thread_bot", "thread_id", "bot_id", "id"),
+        Index(
+            "ix_dispositions_pending",
+            "pending",
+            sqlite_where=text("pending"),
+            postgresql_where=text("pending"),
+        ),
+    )
+
+
 __all__ = [
     "ActivityLog",
     "Actor",
@@ -520,6 +555,7 @@ __all__ = [
     "Base",
     "BotProfile",
     "Disposal",
+    "Disposition",
     "Draft",
     "Event",
     "ExternalProfile",

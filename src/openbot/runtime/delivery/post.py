@@ -22,6 +22,7 @@ from openbot.runtime import notices
 from openbot.runtime.delivery.holds import hold, supersede
 from openbot.runtime.delivery.inbox import enqueue, queued_mail
 from openbot.runtime.delivery.recipients import Recipients, load_recipients, ref, report_unknown
+from openbot.runtime.engagement import record as engagement
 from openbot.runtime.views import MessageView, UnknownMention, message_view
 from openbot.store.db import dialect, now
 from openbot.store.journal import append_event, log_activity
@@ -41,9 +42,10 @@ class PostResult:
 
 @dataclass
 class Delivery:
-    """What posting needs from its surroundings: the hop limit."""
+    """What posting needs from its surroundings: the hop limit and the small-group size (DESIGN §7)."""
 
     max_hops: int = 20
+    small_group_size: int = engagement.SMALL_GROUP_SIZE
 
     async def post(
         self,
@@ -90,14 +92,20 @@ class Delivery:
         for handle in to:
             if handle not in found.actors:
                 raise InvalidArgument(f"unknown handle @{handle} in 'to'", {"handle": handle})
-        plan = plan_route(await self._route_input(session, thread, found, sender, mentions, to, hop))
+        data = await self._route_input(session, thread, found, sender, mentions, to, hop)
+        plan = plan_route(data)
         message = self._insert(session, thread, plan, found, content, sender, hop, run_id, metadata)
         await session.flush()
         view = message_view(message, sender)
         append_event(session, "message.created", view, thread.id)
         self._log_posted(session, thread, message, plan, sender)
-        woken = [found.actors[h] for h in plan.wake]
+        seen = await engagement.record(
+            session, thread, data, plan, found, message, sender, small_group_size=self.small_group_size
+        )
+        woken = [found.actors[h] for h in (*plan.wake, *seen.wake)]
         for bot in woken:
+            for earlier in seen.folded.get(bot.handle, ()):  # the escape hatch: they join this run
+                await enqueue(session, bot, thread.id, kind=ItemKind.MESSAGE, message_id=earlier)
             await enqueue(session, bot, thread.id, kind=ItemKind.MESSAGE, message_id=message.id)
             if is_bot and sender is not None:
                 await supersede(session, thread.id, sender.id, bot.id)
@@ -134,6 +142,7 @@ class Delivery:
             hop=hop,
             max_hops=self.max_hops,
             hop_limit_notified=thread.hop_limit_notified,
+            gated=thread.kind == "channel",
         )
 
     def _insert(
