@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
+from openbot.why_cli import why as why_command
+
 if TYPE_CHECKING:
     from openbot.config import Settings
 
@@ -29,6 +31,7 @@ memory_app = typer.Typer(
     help="Bots' memories: list and search them; decay and consolidation, now.", no_args_is_help=True
 )
 app.add_typer(memory_app, name="memory")
+app.command("why")(why_command)  # openbot why MESSAGE_ID BOT
 
 DEFAULT_SERVER = "http://127.0.0.1:8000"
 ServerOpt = Annotated[

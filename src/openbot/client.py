@@ -307,6 +307,14 @@ class Client:
         body = {"reason": reason} if reason else {}
         return cast(JSON, self._request("POST", f"/drafts/{draft_id}/reject", json=body))
 
+    def why(self, message_id: str, bot: str) -> JSON:
+        return cast(
+            JSON, self._request("GET", "/why", params={"message_id": message_id, "bot": bot.lstrip("@")})
+        )
+
+    def dispositions(self, message_id: str) -> list[JSON]:
+        return self._items(f"/messages/{message_id}/dispositions")
+
     def activity(self, **filters: Any) -> list[JSON]:
         return self._items("/activity", **filters)
 
