@@ -4,6 +4,7 @@
 
 import { h, timeEl, renderText, avatar } from "/web/dom.js";
 import { store } from "/web/store.js";
+import { seenToggle } from "/web/engagement.js";
 
 const NOTICE_LABEL = {
   hop_limit: "Hop limit reached",
@@ -20,6 +21,7 @@ export function messageEl(m) {
   if (!m.sender) return noticeEl(m);
   const sender = m.sender;
   const mine = sender.handle === store.actor;
+  const seen = seenToggle(m.id);
   return h(
     "article.msg",
     {
@@ -38,8 +40,10 @@ export function messageEl(m) {
         m.hop ? h("span.msg-hop", { title: "Bot-to-bot hand-offs since the last human message" }, `hop ${m.hop}`) : null,
         automationLink(m),
         timeEl(m.created_at),
+        seen.button,
       ),
       h("div.msg-content", renderText(m.content, handleSet(m))),
+      seen.panel,
     ),
   );
 }

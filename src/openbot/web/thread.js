@@ -10,6 +10,7 @@ import { store } from "/web/store.js";
 import { RunCard } from "/web/runs.js";
 import { createComposer } from "/web/composer.js";
 import { messageEl } from "/web/messages.js";
+import { showWhy, latestHumanMessage } from "/web/engagement.js";
 import { Timeline, buildEntries, entryTime } from "/web/timeline.js";
 
 export function mount(container, parts) {
@@ -66,7 +67,8 @@ class ThreadView {
       recipients: (mentions) => this.recipientHint(mentions),
       onSend: (text) => this.send(text),
     });
-    this.root = h("section.thread-view", { "aria-labelledby": "thread-title" }, header, this.timeline.el, this.composer.el);
+    this.whyPanel = h("div.why-panel", { hidden: true, role: "status", "aria-live": "polite" });
+    this.root = h("section.thread-view", { "aria-labelledby": "thread-title" }, header, this.whyPanel, this.timeline.el, this.composer.el);
     this.title.id = "thread-title";
     container.append(this.root);
 
@@ -186,10 +188,17 @@ class ThreadView {
         else if (bot.state.status === "running") state = "busy";
       }
       const label = state === "waiting_human" ? "waiting for a human" : state === "busy" ? "busy elsewhere" : state || (bot ? "idle" : p.kind);
+      const ask = () => showWhy(this.whyPanel, p.handle, latestHumanMessage(this.messages.values()));
       this.presence.append(
         h(
-          "span.presence-item",
-          { class: state ? `state-${state}` : "", title: `@${p.handle} · ${label}` },
+          p.kind === "bot" ? "button.presence-item" : "span.presence-item",
+          {
+            class: state ? `state-${state}` : "",
+            title: p.kind === "bot" ? `@${p.handle} · ${label} · why didn't @${p.handle} answer?` : `@${p.handle} · ${label}`,
+            type: p.kind === "bot" ? "button" : null,
+            onclick: p.kind === "bot" ? ask : null,
+            dataset: { handle: p.handle },
+          },
           avatar(p.handle, p.kind),
           h("span.presence-handle", `@${p.handle}`),
           bot ? h("span.visually-hidden", ` ${label}`) : null,
