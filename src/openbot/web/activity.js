@@ -49,6 +49,7 @@ class ActivityView {
           "div.page-head",
           h("h1", { id: "activity-title" }, "Activity"),
           h("span.spacer"),
+          h("a.small", { href: "#/disposals" }, "Dropped triggers"),
           h("a.small", { href: "#/webhooks" }, "Webhook deliveries"),
           h("label.check", this.tail, h("span", "Live tail")),
           this.status,

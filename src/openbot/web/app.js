@@ -1,5 +1,5 @@
 // Entry point: the shell (navigation, theme, connection state, acting actor) and a hash router.
-//   #/inbox[/unread|/action]   #/threads   #/t/<thread id>   #/bots[/<handle>]   #/activity   #/automations[/<id>]   #/drafts[/sent|/rejected]
+//   #/inbox[/unread|/action]   #/threads   #/t/<thread id>   #/bots[/<handle>]   #/activity   #/automations[/<id>]   #/drafts[/sent|/rejected]   #/disposals
 
 import { h, clear, toast } from "/web/dom.js";
 import { describeError, ApiError } from "/web/api.js";
@@ -13,6 +13,7 @@ import * as activity from "/web/activity.js";
 import * as automations from "/web/automations.js";
 import * as webhooks from "/web/webhooks.js";
 import * as drafts from "/web/drafts.js";
+import * as disposals from "/web/disposals.js";
 
 const view = document.getElementById("view");
 let unmount = null;
@@ -36,6 +37,7 @@ const ROUTES = {
   activity: { nav: "activity", module: activity, title: "Activity" },
   automations: { nav: "automations", module: automations, title: "Automations" },
   webhooks: { nav: "activity", module: webhooks, title: "Webhook deliveries" },
+  disposals: { nav: "activity", module: disposals, title: "Dropped triggers" },
   drafts: { nav: "drafts", module: drafts, title: "Drafts" },
 };
 
