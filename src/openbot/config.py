@@ -95,6 +95,11 @@ class Settings(BaseSettings):
     tools_dir: Path | None = Field(None, validation_alias=AliasChoices("OPENBOT_TOOLS_DIR"))
     mcp_config: Path | None = Field(None, validation_alias=AliasChoices("OPENBOT_MCP_CONFIG"))
     mcp_call_timeout_seconds: float = Field(60.0, gt=0, validation_alias=_env("MCP_CALL_TIMEOUT_SECONDS"))
+    # The channel gate (DESIGN §7): a conversation of up to this many actors is a small group; tier
+    # 2's model calls per channel thread per minute (over it: observe) and how long one may take.
+    small_group_size: int = Field(4, ge=2, validation_alias=_env("SMALL_GROUP_SIZE"))
+    gate_calls_per_minute: int = Field(10, ge=0, validation_alias=_env("GATE_CALLS_PER_MINUTE"))
+    gate_timeout_seconds: float = Field(10.0, gt=0, validation_alias=_env("GATE_TIMEOUT_SECONDS"))
     # Comma-separated in the environment. Host names (any port) a request may be addressed to; the
     # address a connection arrived on is always allowed, "*" allows any (api.exposure).
     allowed_hosts: Annotated[list[str], NoDecode] = Field(

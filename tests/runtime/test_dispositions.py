@@ -3,13 +3,19 @@ the routing rule that decided; channels run the gate's tiers 0 and 1; the escape
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
+import pytest
+from sqlalchemy import select
+
 from conftest import Team
+from openbot.runtime import threads as threads_module
 from openbot.runtime.commands import ActorCreate, BotUpdate
 from openbot.runtime.engagement import explain
 from openbot.runtime.memory.service import MemoryService
 from openbot.runtime.team import create_actor, update_bot
+from openbot.store.models import Disposition
 
 
 async def seen(team: Team, message_id: str) -> dict[str, tuple[str, int, str]]:
@@ -158,3 +164,47 @@ async def test_escape_hatch_folds_the_observed_messages_into_the_run(team: Team)
     context = await MemoryService(team.rt.db).run_context(runs[0].id)
     text = "\n".join(m["content"] for m in context["messages"])
     assert "cookie banner" in text and "firefox" in text
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+async def test_property_every_bot_participant_has_exactly_one_disposition(team: Team, seed: int) -> None:
+    """Random traffic over task threads and channels: each message has one disposition for every
+    bot taking part when it was posted (and for every bot it mentions), and none for anyone else."""
+    rng = random.Random(seed)
+    for handle in ("engineer", "qa", "reviewer"):
+        await team.script(
+            handle, [{"match": "pass", "reply": "@qa pass it on"}, {"match": ".", "reply": "ok"}]
+        )
+    await person(team, "p1")
+    threads = [
+        await team.thread(
+            kind=rng.choice(["task", "channel"]), participants=rng.sample(["engineer", "qa", "p1"], 2)
+        )
+        for _ in range(3)
+    ]
+    expected: dict[str, set[str]] = {}
+    for _ in range(12):
+        thread = rng.choice(threads)
+        words = rng.sample(["@qa", "@reviewer", "engineer", "pass", "hello", "@chief_of_staff"], 2)
+        result = await team.post(thread, " ".join(words), sender=rng.choice(["you", "p1"]))
+        expected[result.message.id] = await bot_participants(team, thread)
+        if rng.random() < 0.5:
+            await team.idle()
+    await team.idle()
+    for thread in threads:
+        for message in await team.messages(thread):
+            got = await seen(team, message["id"])
+            if message["id"] in expected:
+                assert set(got) == expected[message["id"]], message["content"]
+            elif message["sender"] is not None:  # a bot's reply: its author ignores it
+                assert got[message["sender"]["handle"]] == ("ignore", 0, "own_message")
+    async with team.rt.db.read() as s:
+        pairs = (await s.execute(select(Disposition.message_id, Disposition.bot_id))).all()
+    assert len(pairs) == len(set(pairs))
+
+
+async def bot_participants(team: Team, thread_id: str) -> set[str]:
+    async with team.rt.db.read() as s:
+        thread = await threads_module.get_thread(s, thread_id)
+        view = await threads_module.view(s, thread)
+    return {p["handle"] for p in view["participants"] if p["kind"] == "bot"}

@@ -12,6 +12,7 @@ from openbot.config import Settings
 from openbot.core.clock import Clock
 from openbot.runtime.bus import Bus
 from openbot.runtime.delivery.post import Delivery
+from openbot.runtime.engagement.classifier import Tier2
 from openbot.runtime.memory.upkeep import MemoryUpkeep
 from openbot.runtime.runner.runner import Runner
 from openbot.runtime.scheduler.system import ActorSystem
@@ -46,7 +47,13 @@ class Runtime:
         self.bus = Bus()
         self.db.journal_listeners.append(self._journal_committed)
         self.db.activity_listeners.append(self._activity_committed)
-        self.delivery = Delivery(max_hops=settings.max_bot_hops)
+        self.delivery = Delivery(max_hops=settings.max_bot_hops, small_group_size=settings.small_group_size)
+        self.gate = Tier2(  # the channel gate's model calls (runtime.engagement)
+            self.db,
+            per_minute=settings.gate_calls_per_minute,
+            timeout=settings.gate_timeout_seconds,
+            poll_seconds=settings.poll_seconds,
+        )
         self.webhooks = Webhooks(self.db, settings)
         self.upkeep = MemoryUpkeep(self.db, settings)  # reflection, decay, consolidation
         self.automations = AutomationService(self.db, self.delivery, settings.scheduler_poll_seconds)
@@ -98,6 +105,8 @@ class Runtime:
         if self.settings.run_workers:
             await self._stack.enter_async_context(self.upkeep.running())
         await self._stack.enter_async_context(self.webhooks.running())
+        if self.settings.run_workers:
+            await self._stack.enter_async_context(self.gate.running())
         await self._stack.enter_async_context(self.mcp.running())  # in the background
         return self
 

@@ -12,6 +12,7 @@ from openbot.core.ids import new_id
 from openbot.core.mentions import is_valid_handle
 from openbot.core.states import ACTIVE_RUNS
 from openbot.runtime.commands import ActorCreate, ActorUpdate, BotCreate, BotUpdate
+from openbot.runtime.engagement.gate_script import validate_gate
 from openbot.runtime.runner.scripted import validate_script
 from openbot.runtime.runner.scripted_jobs import validate_jobs
 from openbot.runtime.views import bot_view
@@ -182,6 +183,7 @@ def _check_bot(command: BotCreate | BotUpdate) -> None:
                     f"model_settings.{key} is not valid: " + "; ".join(problems), {"problems": problems}
                 )
     jobs = validate_jobs(settings or {})  # the scripted model's reflection and consolidation
+    jobs += validate_gate(settings or {})  # the channel gate's tier 2
     if jobs:
         raise InvalidArgument("model_settings is not valid: " + "; ".join(jobs), {"problems": jobs})
 

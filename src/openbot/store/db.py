@@ -71,6 +71,7 @@ class Database:
         self.activity_listeners: list[Callable[[list[Any]], None]] = []
         self.mail_listeners: list[Callable[[list[str]], None]] = []
         self.webhook_listeners: list[Callable[[], None]] = []  # a delivery was recorded
+        self.gate_listeners: list[Callable[[], None]] = []  # a tier-2 candidate was recorded
 
     @property
     def backend(self) -> str:

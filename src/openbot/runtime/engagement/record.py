@@ -9,7 +9,7 @@ messages into the run it starts (the escape hatch, ``hatch.py``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from sqlalchemy import bindparam, select
@@ -20,7 +20,7 @@ from openbot.core.gate import Decision, GateBot, Signal, Verdict, matcher, shape
 from openbot.core.routing import ActorKind, RouteInput, RoutePlan
 from openbot.runtime.delivery.recipients import Recipients
 from openbot.runtime.engagement.hatch import observed_before
-from openbot.store.db import dialect, now
+from openbot.store.db import Database, after_commit, database_of, dialect, now
 from openbot.store.models import Actor, BotProfile, Disposition, Message, Thread
 
 SMALL_GROUP_SIZE = 4  # the runtime's Settings.small_group_size overrides it (Delivery)
@@ -92,6 +92,16 @@ async def write(
     ]
     if rows:
         await session.run_sync(dialect(session).append, rows, journal=False)
+    if any(d.candidate for d in decisions.values()):
+        after_commit(session, _waker(database_of(session)))
+
+
+def _waker(database: Database) -> Callable[[], None]:
+    def wake() -> None:
+        for listener in database.gate_listeners:
+            listener()
+
+    return wake
 
 
 async def _channel(
