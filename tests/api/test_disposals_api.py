@@ -59,3 +59,17 @@ async def test_an_actor_token_sees_the_disposals_of_its_threads_only(
     headers = {"Authorization": f"Bearer {token}"}
     assert (await client.get("/api/v1/disposals", headers=headers)).json()["items"] == []
     assert len((await client.get("/api/v1/disposals")).json()["items"]) == 1
+
+
+async def test_a_bot_is_created_with_its_mailbox_bound_and_a_bad_run_timeout_is_refused(
+    client: httpx.AsyncClient,
+) -> None:
+    created = await client.post("/api/v1/bots", json={"handle": "pager", "max_queued": 7})
+    assert created.status_code == 201 and created.json()["max_queued"] == 7
+    assert (await client.get("/api/v1/bots/qa")).json()["max_queued"] == 200
+    for bad in (0, -5, "ten", True, 90_000):
+        body = {"model_settings": {"run_timeout_seconds": bad}}
+        refused = await client.patch("/api/v1/bots/pager", json=body)
+        assert refused.status_code == 422 and refused.json()["error"]["code"] == "invalid_argument", bad
+    ok = await client.patch("/api/v1/bots/pager", json={"model_settings": {"run_timeout_seconds": 30}})
+    assert ok.status_code == 200 and ok.json()["model_settings"]["run_timeout_seconds"] == 30

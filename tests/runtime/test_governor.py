@@ -4,6 +4,7 @@ mail that exhausts its attempts is dropped."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from sqlalchemy import select
@@ -11,6 +12,8 @@ from sqlalchemy import select
 from conftest import Boot, Team
 from openbot.core.clock import FakeClock
 from openbot.runtime.commands import BotUpdate
+from openbot.runtime.runner.prepare import Prepared
+from openbot.runtime.runs.claim import Claim
 from openbot.runtime.team import get_actor, update_bot
 from openbot.store.models import Disposal
 
@@ -127,3 +130,26 @@ async def test_mail_that_exhausts_its_attempts_gets_a_disposal(team: Team) -> No
     [item] = await team.items("engineer")
     assert item.status == "failed" and dropped.item_ids == [item.id]
     assert await rt.system.claim(engineer.id) is None
+
+
+async def test_a_busy_bot_s_mailbox_is_shed_by_the_maintenance_pass(team: Team) -> None:
+    await _set(team, "qa", max_queued=2, model="scripted", model_settings={"script": [], "delay_ms": 60_000})
+    started = asyncio.Event()
+
+    async def busy(_claim: Claim, _prepared: Prepared) -> None:
+        started.set()
+
+    team.on_prepared(busy)
+    channel = await team.thread("room", kind="channel", participants=["qa"])
+    await _posts(team, channel, ["@qa first"])
+    async with asyncio.timeout(10):
+        await started.wait()  # qa is at its ceiling now: it claims nothing until this run ends
+    waiting = await _posts(team, channel, [f"@qa more {n}" for n in range(4)])
+    await team.rt.system.maintain()
+    [shed] = await _disposals(team, "shed")
+    assert shed.message_ids == waiting[:2] and (shed.queue_depth, shed.bound) == (4, 2)
+    assert [i.message_id for i in await team.items("qa", status="queued")] == waiting[2:]
+    await team.rt.system.maintain()  # at the bound now: nothing more goes
+    assert len(await _disposals(team)) == 1
+    [run] = await team.runs(channel)
+    await team.rt.runs.cancel(run.id)

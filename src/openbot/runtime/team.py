@@ -8,6 +8,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from openbot.core.errors import Conflict, InvalidArgument, NotFound
+from openbot.core.governor import check_run_timeout
 from openbot.core.ids import new_id
 from openbot.core.mentions import is_valid_handle
 from openbot.core.states import ACTIVE_RUNS
@@ -175,6 +176,7 @@ def _check_bot(command: BotCreate | BotUpdate) -> None:
     if model is not None and model != "scripted" and ":" not in model:
         raise InvalidArgument("model must be 'scripted' or 'provider:model'", {"field": "model"})
     settings = command.model_settings
+    check_run_timeout(settings)
     for key in ("script", "subagent_script"):  # subagent_script: runtime.tools.subagents
         if settings is not None and key in settings:
             problems = validate_script(settings[key])
@@ -213,6 +215,7 @@ async def create_bot(session: AsyncSession, command: BotCreate) -> tuple[Actor, 
         approval_tools=list(command.approval_tools),
         memory_enabled=command.memory_enabled,
         max_parallel_threads=command.max_parallel_threads,
+        max_queued=command.max_queued,
         workspace_access=command.workspace_access,
         aliases=list(command.aliases),
         version=1,

@@ -13,13 +13,25 @@ from dataclasses import dataclass
 from datetime import datetime
 from itertools import groupby
 
+from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from openbot.core.governor import Mail, govern, run_time_limit, stale_bound
 from openbot.core.scheduling import ItemKind
 from openbot.core.states import ItemStatus, check
 from openbot.runtime.governor.disposals import Reason, record_disposal
-from openbot.store.models import Actor, BotProfile, InboxItem
+from openbot.store.models import Actor, BotProfile, InboxItem, Message, Thread
+
+MAX_SCAN = 1000  # queued items read per claim (a bot's max_queued is at most this)
+# Built once; a claim binds the bot. Each item with its message's hop and mentions and its thread's kind.
+_QUEUED = (
+    select(InboxItem, Message.hop, Message.mentions, Thread.kind)
+    .join(Thread, Thread.id == InboxItem.thread_id)
+    .outerjoin(Message, Message.id == InboxItem.message_id)
+    .where(InboxItem.actor_id == bindparam("bot_id"), InboxItem.status == ItemStatus.QUEUED)
+    .order_by(InboxItem.id)
+    .limit(MAX_SCAN)
+)
 
 
 @dataclass(frozen=True)
@@ -40,6 +52,13 @@ class QueuedRow:
     hop: int | None
     channel: bool
     mentions: Sequence[str]
+
+
+async def read_queue(session: AsyncSession, bot_id: str) -> list[QueuedRow]:
+    """The bot's queued items, oldest first, each with its message's hop and mentions (None and
+    none for run items) and whether its thread is a channel: one read."""
+    loaded = (await session.execute(_QUEUED, {"bot_id": bot_id})).all()
+    return [QueuedRow(item, hop, kind == "channel", mentions or ()) for item, hop, mentions, kind in loaded]
 
 
 def retire(

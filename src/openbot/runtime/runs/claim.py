@@ -17,13 +17,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from openbot.core.ids import new_id
 from openbot.core.scheduling import Batch, ItemKind, QueuedItem, pick
 from openbot.core.states import ACTIVE_RUNS, IN_FLIGHT_RUNS, ItemStatus, RunStatus, check
-from openbot.runtime.governor.admission import Admission, QueuedRow, note_collapse, retire
+from openbot.runtime.governor.admission import Admission, note_collapse, read_queue, retire
 from openbot.runtime.runs.events import journal_run, log_run, move
 from openbot.store.db import dialect, now
-from openbot.store.models import Actor, BotProfile, InboxItem, Message, Run, Thread
-
-_MAX_SCAN = 1000  # queued items read per claim
-
+from openbot.store.models import Actor, BotProfile, InboxItem, Run
 
 # Built once (building a statement costs more than SQLite takes to run it); a claim binds the bot.
 # The bot, its profile and its active runs (one row each, or one row of NULLs): one read.
@@ -32,14 +29,6 @@ _BOT = (
     .join(BotProfile, BotProfile.actor_id == Actor.id)
     .outerjoin(Run, (Run.bot_id == Actor.id) & Run.status.in_(ACTIVE_RUNS))
     .where(Actor.id == bindparam("bot_id"))
-)
-_QUEUED = (
-    select(InboxItem, Message.hop, Message.mentions, Thread.kind)
-    .join(Thread, Thread.id == InboxItem.thread_id)
-    .outerjoin(Message, Message.id == InboxItem.message_id)
-    .where(InboxItem.actor_id == bindparam("bot_id"), InboxItem.status == ItemStatus.QUEUED)
-    .order_by(InboxItem.id)
-    .limit(_MAX_SCAN)
 )
 
 
@@ -73,7 +62,7 @@ async def claim_next(
     if len(in_flight) >= ceiling:
         return None
     parked = frozenset(t for t, s in active if s == RunStatus.WAITING_HUMAN)
-    queued = retire(session, bot, profile, await _queued(session, bot.id), admission, now(session))
+    queued = retire(session, bot, profile, await read_queue(session, bot.id), admission, now(session))
     items, hops = [row.item for row in queued], {row.item.id: row.hop for row in queued}
     batch = pick(
         [QueuedItem(i.id, ItemKind(i.kind), i.thread_id, i.created_at.timestamp(), i.run_id) for i in items],
@@ -130,13 +119,6 @@ def _log_claim(session: AsyncSession, bot: Actor, run: Run, items: Sequence[Inbo
         bot,
         detail={"items": [i.id for i in items], "triggers": run.trigger_message_ids},
     )
-
-
-async def _queued(session: AsyncSession, bot_id: str) -> list[QueuedRow]:
-    """The bot's queued items, oldest first, each with its message's hop and mentions (None and
-    none for run items) and whether its thread is a channel."""
-    loaded = (await session.execute(_QUEUED, {"bot_id": bot_id})).all()
-    return [QueuedRow(item, hop, kind == "channel", mentions or ()) for item, hop, mentions, kind in loaded]
 
 
 async def _start(

@@ -1,5 +1,5 @@
-"""The maintenance pass: leases, take-overs, runs past their time limit, the backup poll, journal
-and idempotency-key pruning (DESIGN §6, §10).
+"""The maintenance pass: leases, take-overs, runs past their time limit, over-full mailboxes, the
+backup poll, journal and idempotency-key pruning (DESIGN §6, §7, §10).
 
 The system runs :func:`maintain` every ``poll_seconds`` on its clock; tests call it directly (one
 pass) after moving a fake clock, so nothing here waits for real time.
@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from openbot.runtime import idempotency
+from openbot.runtime.governor.overflow import shed_overflow
 from openbot.runtime.scheduler.leases import heartbeat
 from openbot.runtime.scheduler.reaper import reap_overdue
 from openbot.runtime.scheduler.recovery import recover
@@ -42,6 +43,7 @@ class Maintenance:
             self.next_prune = stamp + PRUNE_EVERY
         await heartbeat(system)
         await reap_overdue(system)
+        await shed_overflow(system)
         if system.db.dialect.shared:
             await recover(system, expired_only=True)
         await system.wake_queued()
