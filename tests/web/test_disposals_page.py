@@ -45,3 +45,21 @@ def test_a_shed_message_is_explained_on_the_dropped_triggers_page(
     page.get_by_label("Bot", exact=True).select_option("pager")
     expect(page.locator("tr[data-reason=shed]")).to_have_count(1)
     assert "bot=pager" in page.url
+
+
+def test_the_bot_editor_sets_the_mailbox_limit_and_the_run_time_limit(
+    page: Page, server: LiveServer, api: Client, console: ConsoleWatch
+) -> None:
+    page.goto(f"{server.url}/#/bots/qa")
+    editor = page.locator("form.bot-editor")
+    expect(editor.get_by_label("Mailbox limit")).to_have_value("200")
+    expect(editor.get_by_label("Run time limit (seconds)")).to_have_value("")
+    editor.get_by_label("Mailbox limit").fill("25")
+    editor.get_by_label("Run time limit (seconds)").fill("120")
+    editor.get_by_role("button", name="Save").click()
+    expect(page.get_by_role("status").filter(has_text="Saved @qa")).to_be_visible()
+    bot = api.bot("qa")
+    assert bot["max_queued"] == 25 and bot["model_settings"]["run_timeout_seconds"] == 120
+    editor.get_by_label("Run time limit (seconds)").fill("")
+    editor.get_by_role("button", name="Save").click()
+    wait_until(lambda: "run_timeout_seconds" not in api.bot("qa")["model_settings"], message="limit cleared")

@@ -45,6 +45,8 @@ export class BotEditor {
     this.memory = h("input", { type: "checkbox", checked: Boolean(bot.memory_enabled) });
     this.enabled = h("input", { type: "checkbox", checked: bot.enabled !== false });
     this.parallel = h("input", { type: "number", min: 1, max: 64, step: 1, value: bot.max_parallel_threads ?? 1 });
+    this.mailbox = h("input", { type: "number", min: 1, max: 1000, step: 1, value: bot.max_queued ?? 200 });
+    this.runLimit = h("input", { type: "number", min: 1, max: 86400, step: 1, placeholder: "server default", value: (bot.model_settings || {}).run_timeout_seconds ?? "" });
     const access = bot.workspace_access || "read";
     this.workspace = h(
       "select",
@@ -72,6 +74,11 @@ export class BotEditor {
         h("label.check", this.memory, h("span", "Memory enabled")),
         h("label.check", this.enabled, h("span", "Enabled")),
       ),
+      h(
+        "div.grid2",
+        field("Mailbox limit", this.mailbox, "Queued messages kept; above it the oldest channel messages are dropped (never a task message that mentions the bot)."),
+        field("Run time limit (seconds)", this.runLimit, "A run still going after this is stopped with a notice. Empty: the server's limit."),
+      ),
       this.tools.el,
       this.script.el,
       this.error,
@@ -93,6 +100,8 @@ export class BotEditor {
   patch() {
     const modelSettings = { ...this.settings };
     if (this.model.value.trim() === "scripted") Object.assign(modelSettings, this.script.value());
+    if (this.runLimit.value.trim()) modelSettings.run_timeout_seconds = Number(this.runLimit.value);
+    else delete modelSettings.run_timeout_seconds;
     return {
       name: this.name.value,
       description: this.description.value,
@@ -103,6 +112,7 @@ export class BotEditor {
       memory_enabled: this.memory.checked,
       enabled: this.enabled.checked,
       max_parallel_threads: Number(this.parallel.value) || 1,
+      max_queued: Number(this.mailbox.value) || 200,
       workspace_access: this.workspace.value,
     };
   }
