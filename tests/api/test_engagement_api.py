@@ -138,3 +138,21 @@ async def _item_id(rt: Any, bot_id: str, message_id: str) -> str:
         )
     assert found is not None
     return str(found)
+
+
+async def test_an_actor_token_explains_only_messages_of_its_threads(client: httpx.AsyncClient) -> None:
+    assert (await client.post("/api/v1/actors", json={"handle": "alice", "kind": "human"})).status_code == 201
+    token = (await client.post("/api/v1/actors/alice/tokens")).json()["token"]
+    alice = {"Authorization": f"Bearer {token}"}
+    hers = await _thread(client, participants=["alice", "qa"])
+    other = await _thread(client, participants=["qa"])
+    mine = await _post(client, hers, "@qa hello")
+    secret = await _post(client, other, "@qa hello")
+    ok = await client.get(f"/api/v1/messages/{mine['message']['id']}/dispositions", headers=alice)
+    assert ok.status_code == 200 and ok.json()["items"]
+    for path, params in (
+        (f"/api/v1/messages/{secret['message']['id']}/dispositions", {}),
+        ("/api/v1/why", {"message_id": secret["message"]["id"], "bot": "qa"}),
+    ):
+        refused = await client.get(path, params=params, headers=alice)
+        assert refused.status_code == 404 and refused.json()["error"]["code"] == "not_found"

@@ -208,3 +208,15 @@ async def bot_participants(team: Team, thread_id: str) -> set[str]:
         thread = await threads_module.get_thread(s, thread_id)
         view = await threads_module.view(s, thread)
     return {p["handle"] for p in view["participants"] if p["kind"] == "bot"}
+
+
+async def test_channel_handoff_engages_only_its_target(team: Team) -> None:
+    await team.script("engineer", [{"match": "review", "reply": "@reviewer please look, and QA too"}])
+    thread = await channel(team, "engineer", "qa", "reviewer", people=3)
+    await team.post(thread, "@engineer send it for review")
+    await team.idle()
+    handoff = next(m for m in await team.messages(thread) if m["content"].startswith("@reviewer please"))
+    got = await seen(team, handoff["id"])
+    assert got["reviewer"] == ("engage", 0, "handoff")
+    assert got["qa"] == ("observe", 0, "not_addressed")  # named by a bot: read, never triggered
+    assert got["engineer"] == ("ignore", 0, "own_message")

@@ -65,6 +65,16 @@ async def test_tier2_error_observes(team: Team) -> None:
     assert not await team.runs(thread)
 
 
+async def test_tier2_timeout_observes(team: Team) -> None:
+    thread = await _setup(team, gate=[{"match": ".", "verdict": "engage"}], delay_ms=2000)
+    team.rt.gate.timeout = 0.05
+    posted = await team.post(thread, "QA, are you there?")
+    await team.rt.gate.classify_pending()
+    row = await _qa(team, posted.message.id)
+    assert (row["disposition"], row["tier"], row["signal"]) == ("observe", 2, "model")
+    assert "did not answer within 0.05 s" in row["reason"]
+
+
 async def test_tier2_budget_per_thread_observes_when_spent(team: Team) -> None:
     thread = await _setup(team, gate=[{"match": ".", "verdict": "engage"}])
     team.rt.gate.per_minute = 1

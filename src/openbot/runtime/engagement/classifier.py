@@ -124,6 +124,9 @@ class Tier2:
         settings = profile.model_settings or {}
         model = str(settings.get("gate_model") or profile.model)
         if model == "scripted":
+            delay = settings.get("delay_ms") or 0
+            if delay:
+                await asyncio.sleep(delay / 1000)  # the scripted model's simulated latency (DESIGN §11)
             return scripted_verdict(list(settings.get("gate") or []), message.content)
         history = [Line(h or "system", k == "bot", c) for c, h, k in reversed(earlier)]
         current = Line(
