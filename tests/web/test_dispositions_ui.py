@@ -41,3 +41,20 @@ def test_who_saw_this_and_why_didnt_a_bot_answer(page: Page, server: LiveServer,
     page.locator(".presence button[data-handle='qa']").click()
     expect(why.locator(".why-answer")).to_have_attribute("data-answer", "answered")
     expect(why.get_by_role("link", name="See the reply")).to_be_visible()
+
+
+def test_channel_mention_switch_and_bot_aliases(page: Page, server: LiveServer, api: Client) -> None:
+    thread = api.create_thread(title="General", kind="channel", participants=["you", "engineer", "qa"])["id"]
+    page.goto(f"{server.url}/#/t/{thread}")
+    expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+    switch = page.get_by_label("mention required")
+    expect(switch).not_to_be_checked()
+    switch.check()
+    wait_until(lambda: api.thread(thread)["require_mention"] is True, message="require_mention saved")
+
+    page.goto(f"{server.url}/#/bots/qa")
+    editor = page.get_by_role("form", name="@qa")
+    editor.get_by_label("Aliases").fill("tester, the checker")
+    editor.get_by_role("button", name="Save").click()
+    expect(page.get_by_role("status").filter(has_text="Saved @qa")).to_be_visible()
+    assert api.bot("qa")["aliases"] == ["tester", "the checker"]

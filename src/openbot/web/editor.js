@@ -36,6 +36,7 @@ export class BotEditor {
     const bot = this.bot;
     this.name = h("input", { type: "text", value: bot.name || "" });
     this.description = h("input", { type: "text", value: bot.description || "" });
+    this.aliases = h("input", { type: "text", value: (bot.aliases || []).join(", "), placeholder: "e.g. eng, the builder" });
     this.instructions = h("textarea", { rows: 6 }, bot.instructions || "");
     this.instructions.value = bot.instructions || "";
     this.modelList = nextId("models");
@@ -66,6 +67,7 @@ export class BotEditor {
       h("div.grid2", field("Name", this.name), field("Model", this.model, "“scripted” runs offline from the script below.")),
       h("datalist", { id: this.modelList }, MODELS.map((m) => h("option", { value: m }))),
       field("Description", this.description),
+      field("Aliases", this.aliases, "Other names for this bot, comma-separated: in a channel, a message naming it asks the gate whether it is addressed."),
       field("Instructions", this.instructions),
       field("Workspace access", this.workspace, "The files of the thread's working directory: list, read and search them; with write, also write and edit."),
       h(
@@ -105,6 +107,7 @@ export class BotEditor {
     return {
       name: this.name.value,
       description: this.description.value,
+      aliases: this.aliases.value.split(",").map((a) => a.trim()).filter(Boolean),
       instructions: this.instructions.value,
       model: this.model.value.trim(),
       model_settings: modelSettings,

@@ -2,7 +2,7 @@
 // bot decided — engage, observe or ignore — by which tier and signal, and why), and "why didn't
 // @x answer?" from a bot's avatar in the thread header, for the latest message from a person.
 
-import { h, fill } from "/web/dom.js";
+import { h, fill, toast } from "/web/dom.js";
 import { request, describeError } from "/web/api.js";
 
 const enc = encodeURIComponent;
@@ -88,4 +88,25 @@ export function latestHumanMessage(messages) {
   let latest = null;
   for (const m of messages) if (m.sender && m.sender.kind === "human" && (!latest || m.id > latest.id)) latest = m;
   return latest;
+}
+
+/** A channel's "mention required" switch (PATCH require_mention): when on, only a mention or a
+ *  hand-off wakes a bot; names, the direct and small-group signals and tier 2 are off. */
+export function mentionToggle(thread) {
+  const box = h("input", {
+    type: "checkbox",
+    checked: Boolean(thread.require_mention),
+    onchange: async () => {
+      box.disabled = true;
+      try {
+        await request("PATCH", `/threads/${enc(thread.id)}`, { require_mention: box.checked });
+      } catch (error) {
+        box.checked = !box.checked;
+        toast(describeError(error), "error");
+      } finally {
+        box.disabled = false;
+      }
+    },
+  });
+  return h("label.check.mention-toggle", { title: "Only a mention (or a bot's hand-off) wakes a bot in this channel" }, box, h("span", "mention required"));
 }

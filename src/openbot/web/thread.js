@@ -10,7 +10,7 @@ import { store } from "/web/store.js";
 import { RunCard } from "/web/runs.js";
 import { createComposer } from "/web/composer.js";
 import { messageEl } from "/web/messages.js";
-import { showWhy, latestHumanMessage } from "/web/engagement.js";
+import { showWhy, latestHumanMessage, mentionToggle } from "/web/engagement.js";
 import { Timeline, buildEntries, entryTime } from "/web/timeline.js";
 
 export function mount(container, parts) {
@@ -171,6 +171,7 @@ class ThreadView {
     fill(this.meta, 
       h("span.chip", t.kind || "task"),
       t.default_bot ? h("span.muted", `default @${t.default_bot}`) : null,
+      t.kind === "channel" ? mentionToggle(t) : null,
       t.last_message_at ? h("span.muted", "last activity ", timeEl(t.last_message_at)) : null,
     );
     this.renderPresence();
