@@ -15,7 +15,7 @@ from openbot.runtime.commands import BotUpdate
 from openbot.runtime.runner.prepare import Prepared
 from openbot.runtime.runs.claim import Claim
 from openbot.runtime.team import get_actor, update_bot
-from openbot.store.models import Disposal
+from openbot.store.models import Disposal, InboxItem
 
 
 async def _disposals(team: Team, reason: str | None = None) -> list[Disposal]:
@@ -153,3 +153,30 @@ async def test_a_busy_bot_s_mailbox_is_shed_by_the_maintenance_pass(team: Team) 
     assert len(await _disposals(team)) == 1
     [run] = await team.runs(channel)
     await team.rt.runs.cancel(run.id)
+
+
+async def test_deleting_a_thread_or_a_bot_records_the_mail_it_drops(team: Team) -> None:
+    from openbot.runtime import threads
+    from openbot.runtime.team import delete_bot
+
+    doomed, kept = await team.thread("doomed"), await team.thread("kept")
+    team.rt.system.pause()
+    in_doomed = await _posts(team, doomed, ["@qa one", "@qa @reviewer two"])
+    [for_reviewer] = await _posts(team, kept, ["@reviewer three"])
+    async with team.rt.db.transaction() as s:
+        await threads.delete_thread(s, doomed)
+    by_bot = {d.bot_id: d for d in await _disposals(team, "thread_deleted")}
+    async with team.rt.db.read() as s:
+        qa, reviewer = await get_actor(s, "qa"), await get_actor(s, "reviewer")
+    assert by_bot[qa.id].message_ids == in_doomed and by_bot[reviewer.id].message_ids == in_doomed[1:]
+    assert {d.thread_id for d in by_bot.values()} == {doomed}
+    async with team.rt.db.transaction() as s:
+        await delete_bot(s, "reviewer")
+    [gone] = await _disposals(team, "bot_disabled")
+    assert (gone.bot_id, gone.thread_id, gone.message_ids) == (reviewer.id, kept, [for_reviewer])
+    async with team.rt.db.read() as s:
+        statuses = list(await s.scalars(select(InboxItem.status).where(InboxItem.actor_id == reviewer.id)))
+    assert statuses == ["cancelled"]
+    team.rt.system.unpause()
+    await team.idle()
+    assert not await team.runs(kept)

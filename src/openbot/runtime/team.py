@@ -14,6 +14,7 @@ from openbot.core.mentions import is_valid_handle
 from openbot.core.states import ACTIVE_RUNS
 from openbot.runtime.commands import ActorCreate, ActorUpdate, BotCreate, BotUpdate
 from openbot.runtime.engagement.gate_script import validate_gate
+from openbot.runtime.governor.disposals import Reason, dispose_queued
 from openbot.runtime.runner.scripted import validate_script
 from openbot.runtime.runner.scripted_jobs import validate_jobs
 from openbot.runtime.views import bot_view
@@ -258,6 +259,7 @@ async def delete_bot(session: AsyncSession, handle: str) -> None:
     )
     if open_runs:
         raise Conflict(f"@{handle} has {open_runs} open run(s); cancel them first", {"open_runs": open_runs})
+    await dispose_queued(session, Reason.BOT_DISABLED, bot_id=actor.id)  # its mail will never be served
     actor.deleted = True
     actor.enabled = False
     actor.handle = "~" + actor.id[-31:]  # frees the handle; the row stays for history

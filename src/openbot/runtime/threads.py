@@ -12,6 +12,7 @@ from openbot.core.ids import new_id
 from openbot.core.scheduling import ItemKind
 from openbot.core.states import ItemStatus
 from openbot.runtime.commands import ThreadCreate
+from openbot.runtime.governor.disposals import Reason, dispose_queued
 from openbot.runtime.team import get_actor
 from openbot.runtime.views import MessageView, ThreadView, message_view, thread_view
 from openbot.store.db import now
@@ -163,6 +164,7 @@ async def _actor(session: AsyncSession, handle: str, field: str) -> Actor:
 
 async def delete_thread(session: AsyncSession, thread_id: str) -> None:
     thread = await get_thread(session, thread_id)
+    await dispose_queued(session, Reason.THREAD_DELETED, thread_id=thread_id)  # invariant 13
     await session.delete(thread)
     append_event(session, "thread.updated", {"id": thread_id, "deleted": True}, thread_id)
     log_activity(

@@ -47,7 +47,7 @@ export function explain(d) {
     case "attempts_exhausted":
       return `@${d.bot} gave up on ${n} after ${d.bound} attempts (each run was interrupted).`;
     case "bot_disabled":
-      return `@${d.bot} is disabled: ${n} dropped.`;
+      return `The bot was deleted: ${n} it had not answered dropped.`;
     case "thread_deleted":
       return `The thread was deleted: ${n} dropped for @${d.bot}.`;
     default:

@@ -18,11 +18,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from typing_extensions import TypedDict
 
 from openbot.core.ids import new_id
+from openbot.core.scheduling import ItemKind
+from openbot.core.states import ItemStatus, check
 from openbot.runtime.scope import member_threads
 from openbot.runtime.views import iso
 from openbot.store.db import now
 from openbot.store.journal import log_activity
-from openbot.store.models import Actor, Disposal
+from openbot.store.models import Actor, Disposal, InboxItem
 
 
 class Reason(StrEnum):
@@ -158,3 +160,44 @@ async def disposal_of(session: AsyncSession, bot_id: str, thread_id: str, messag
         .order_by(Disposal.id.desc())
     )
     return next((row for row in rows if message_id in row.message_ids), None)
+
+
+_QUEUED_MAIL = (
+    select(InboxItem, Actor)
+    .join(Actor, Actor.id == InboxItem.actor_id)
+    .where(InboxItem.status == ItemStatus.QUEUED, InboxItem.kind == ItemKind.MESSAGE, Actor.kind == "bot")
+    .order_by(InboxItem.id)
+)
+
+
+async def dispose_queued(
+    session: AsyncSession, reason: Reason, *, thread_id: str | None = None, bot_id: str | None = None
+) -> int:
+    """Record the queued bot mail of a thread (or of a bot) that will never be served, one disposal
+    per bot and thread; returns how many items. With ``bot_id`` the items are also cancelled; a
+    thread's items go with the thread (its delete cascades), so they are left as they are."""
+    stmt = _QUEUED_MAIL
+    if thread_id is not None:
+        stmt = stmt.where(InboxItem.thread_id == thread_id)
+    if bot_id is not None:
+        stmt = stmt.where(InboxItem.actor_id == bot_id)
+    groups: dict[tuple[str, str], tuple[Actor, list[InboxItem]]] = {}
+    for item, bot in (await session.execute(stmt)).all():
+        groups.setdefault((bot.id, item.thread_id), (bot, []))[1].append(item)
+    stamp = now(session)
+    for (_bot_id, thread), (bot, items) in groups.items():
+        if bot_id is not None:
+            for item in items:
+                item.status = check(ItemStatus, item.status, ItemStatus.CANCELLED)
+                item.updated_at = stamp
+        record_disposal(
+            session,
+            bot=bot,
+            thread_id=thread,
+            reason=reason,
+            message_ids=[item.message_id or "" for item in items],
+            item_ids=[item.id for item in items],
+            trigger_age_s=max((stamp - item.created_at).total_seconds() for item in items),
+            queue_depth=len(items),
+        )
+    return sum(len(items) for _bot, items in groups.values())
