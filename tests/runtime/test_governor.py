@@ -180,3 +180,22 @@ async def test_deleting_a_thread_or_a_bot_records_the_mail_it_drops(team: Team) 
     team.rt.system.unpause()
     await team.idle()
     assert not await team.runs(kept)
+
+
+async def test_mail_re_queued_by_recovery_collapses_with_the_rest_into_one_run(team: Team) -> None:
+    rt = team.rt
+    thread = await team.thread()
+    rt.system.pause()
+    [first] = await _posts(team, thread, ["@engineer first"])
+    async with rt.db.read() as s:
+        engineer = await get_actor(s, "engineer")
+    assert await rt.system.claim(engineer.id) is not None  # in flight when the process "dies"
+    [second] = await _posts(team, thread, ["@engineer second"])
+    await rt.system.recover(expired_only=False)
+    rt.system.unpause()
+    await team.idle()
+    failed, served = await team.runs(thread)
+    assert failed.status == "failed" and served.trigger_message_ids == [first, second]
+    [collapsed] = await _disposals(team, "collapsed")
+    assert (collapsed.collapsed_count, collapsed.run_id) == (2, served.id)
+    assert collapsed.message_ids == [first, second]
