@@ -220,3 +220,33 @@ async def test_channel_handoff_engages_only_its_target(team: Team) -> None:
     assert got["reviewer"] == ("engage", 0, "handoff")
     assert got["qa"] == ("observe", 0, "not_addressed")  # named by a bot: read, never triggered
     assert got["engineer"] == ("ignore", 0, "own_message")
+
+
+async def test_task_held_handoff_is_recorded_and_why_follows_it(team: Team) -> None:
+    await team.script(
+        "engineer", [{"match": "first", "reply": "@qa take over"}, {"match": ".", "reply": "noted"}]
+    )
+    await team.script("qa", [{"match": ".", "reply": "taken"}])
+    thread = await team.thread(participants=["engineer", "qa"])
+    team.post_when_prepared(thread, "@engineer second thing")  # mail that lands mid-run
+    while_held: list[str] = []
+
+    async def ask_why(claim: Any, _prepared: Any) -> None:
+        held = [m for m in await team.messages(thread) if m["metadata"].get("held_handoff")]
+        if claim.bot_handle == "engineer" and held and not while_held:
+            async with team.rt.db.read() as s:
+                while_held.append((await explain.why(s, held[0]["id"], "qa"))["answer"])
+
+    team.on_prepared(ask_why)
+    team.rt.system.pause()
+    await team.post(thread, "@engineer first thing")
+    team.rt.system.unpause()
+    await team.idle()
+    handoff = next(m for m in await team.messages(thread) if m["content"] == "@qa take over")
+    assert handoff["metadata"].get("held_handoff") == ["qa"]
+    assert (await seen(team, handoff["id"]))["qa"] == ("observe", 0, "held")
+    async with team.rt.db.read() as s:
+        answer = await explain.why(s, handoff["id"], "qa")
+    assert while_held == ["held"]  # while the engineer still had the second message to handle
+    assert answer["answer"] == "answered"  # released once the engineer's mail was handled
+    assert answer["disposition"]["signal"] == "held"
