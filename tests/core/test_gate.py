@@ -93,6 +93,17 @@ def test_tier0_small_group_reply_engages_only_the_bot_that_spoke_last() -> None:
     check(decide(in_channel, spoke), Verdict.OBSERVE, 1, Signal.NOT_ADDRESSED)
 
 
+def test_tier0_shape_signals_do_not_fire_for_a_message_addressed_to_someone_else() -> None:
+    spoke = GateBot("qa", QA.names, spoke_last=True)
+    to_other = human("@bea what do you think?", shape=Shape.SMALL_GROUP, mentions=frozenset({"bea"}))
+    check(decide(to_other, spoke), Verdict.OBSERVE, 1, Signal.NOT_ADDRESSED)
+    assert decide(to_other, spoke).reason == "addressed to @bea"
+    direct = human("@bea see this", shape=Shape.DIRECT, mentions=frozenset({"bea"}))
+    check(decide(direct, QA), Verdict.OBSERVE, 1, Signal.NOT_ADDRESSED)
+    named = human("@bea ask QA", shape=Shape.SMALL_GROUP, mentions=frozenset({"bea"}))
+    check(decide(named, spoke), Verdict.OBSERVE, 1, Signal.ALIAS)
+
+
 def test_tier0_require_mention_turns_off_shape_and_names() -> None:
     message = human("Lyra, what do you think?", shape=Shape.DIRECT, require_mention=True)
     check(decide(message, LYRA), Verdict.OBSERVE, 0, Signal.REQUIRE_MENTION)

@@ -160,22 +160,23 @@ def decide(message: GateMessage, bot: GateBot) -> Decision:
         return Decision(
             Verdict.OBSERVE, 0, Signal.REQUIRE_MENTION, "this thread requires a mention and there was none"
         )
+    if message.mentions:  # addressed to someone else by mention: the shape signals do not apply
+        return _named(message, bot, f"addressed to {', '.join('@' + h for h in sorted(message.mentions))}")
     if message.shape is Shape.DIRECT:
         return Decision(Verdict.ENGAGE, 0, Signal.DIRECT, "a direct conversation: one person and this bot")
     if message.shape is Shape.SMALL_GROUP and bot.spoke_last:
         return Decision(
             Verdict.ENGAGE, 0, Signal.SMALL_GROUP_REPLY, "a reply in a small group where this bot spoke last"
         )
+    return _named(message, bot, "not addressed to this bot")
+
+
+def _named(message: GateMessage, bot: GateBot, otherwise: str) -> Decision:
+    """Tier 1: a name or alias makes a candidate for tier 2; else observe."""
     named = bot.names.find(message)
     if named is not None:
-        return Decision(
-            Verdict.OBSERVE,
-            1,
-            Signal.ALIAS,
-            f"its name appears ({named!r})",
-            candidate=True,
-        )
-    return Decision(Verdict.OBSERVE, 1, Signal.NOT_ADDRESSED, "not addressed to this bot")
+        return Decision(Verdict.OBSERVE, 1, Signal.ALIAS, f"its name appears ({named!r})", candidate=True)
+    return Decision(Verdict.OBSERVE, 1, Signal.NOT_ADDRESSED, otherwise)
 
 
 def _from_bot(message: GateMessage, handle: str) -> Decision:
