@@ -37,8 +37,11 @@ lint:
 types:
 	$(BIN)/mypy
 
+# Two workers (this is a 2-core CI machine); a test file stays on one worker (module-scoped servers),
+# and on PostgreSQL each worker gets a database of its own (tests/conftest.py).
+PYTEST_WORKERS ?= 2
 pytest:
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 
 bench: install-dev
 	$(BIN)/python -m benchmarks.run
