@@ -3,6 +3,7 @@ model answers from ``model_settings.gate``; an error, a timeout or a spent budge
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -92,3 +93,17 @@ async def test_a_bad_gate_setting_is_refused(team: Team) -> None:
             await update_bot(
                 s, "qa", BotUpdate(model_settings={"gate": [{"match": ".", "verdict": "maybe"}]})
             )
+
+
+async def test_the_loop_settles_a_candidate_when_it_is_written(team: Team) -> None:
+    thread = await _setup(team, gate=[{"match": r"^qa[,:]", "verdict": "engage"}])
+    team.rt.gate.paused = False
+    settled = asyncio.Event()
+    team.rt.db.activity_listeners.append(
+        lambda rows: settled.set() if any(r.event == "message.engaged" for r in rows) else None
+    )
+    posted = await team.post(thread, "QA, please rerun it")  # its commit wakes the loop
+    await asyncio.wait_for(settled.wait(), timeout=10)
+    assert (await _qa(team, posted.message.id))["signal"] == "model"
+    await team.idle()
+    assert [r.trigger_message_ids for r in await team.runs(thread)] == [[posted.message.id]]

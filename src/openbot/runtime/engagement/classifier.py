@@ -189,7 +189,18 @@ class Tier2:
                     await self.classify_pending()
             except Exception:  # supervision boundary: the next pass tries again
                 log.exception("tier-2 pass failed")
+            await self._sleep(self.poll_seconds)
+
+    async def _sleep(self, seconds: float) -> None:
+        """Until ``seconds`` pass on the runtime's clock or a candidate is written here."""
+        if self._wake.is_set():
             self._wake.clear()
-            with suppress(TimeoutError):
-                async with asyncio.timeout(self.poll_seconds):
-                    await self._wake.wait()
+            return
+        sleeper = asyncio.ensure_future(self.clock.sleep(seconds))
+        woken = asyncio.ensure_future(self._wake.wait())
+        try:
+            await asyncio.wait({sleeper, woken}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            sleeper.cancel()
+            woken.cancel()
+        self._wake.clear()
