@@ -49,7 +49,7 @@ class Settings(BaseSettings):
         86_400.0, gt=0, validation_alias=_env("MEMORY_CONSOLIDATION_INTERVAL")
     )
     # Memory relevance by embeddings ("provider:model"): not implemented yet. When set, /status
-    # says it is not used; memories are ranked by the lexical index.
+    # and the start-up log say it is not used; memories are ranked by the lexical index.
     embeddings: str | None = Field(None, validation_alias=_env("EMBEDDINGS"))
     # Automations: the scheduler wakes at the next due time, and at least this often.
     scheduler_poll_seconds: float = Field(1.0, gt=0, validation_alias=_env("SCHEDULER_POLL_SECONDS"))
@@ -95,6 +95,9 @@ class Settings(BaseSettings):
     tools_dir: Path | None = Field(None, validation_alias=AliasChoices("OPENBOT_TOOLS_DIR"))
     mcp_config: Path | None = Field(None, validation_alias=AliasChoices("OPENBOT_MCP_CONFIG"))
     mcp_call_timeout_seconds: float = Field(60.0, gt=0, validation_alias=_env("MCP_CALL_TIMEOUT_SECONDS"))
+    # Skills (<name>/SKILL.md) and Claude Code-layout plugins, read at start (runtime.tools.extensions).
+    skills_dir: Path | None = Field(None, validation_alias=AliasChoices("OPENBOT_SKILLS_DIR"))
+    plugins_dir: Path | None = Field(None, validation_alias=AliasChoices("OPENBOT_PLUGINS_DIR"))
     # The channel gate (DESIGN §7): a conversation of up to this many actors is a small group; tier
     # 2's model calls per channel thread per minute (over it: observe) and how long one may take.
     small_group_size: int = Field(4, ge=2, validation_alias=_env("SMALL_GROUP_SIZE"))
