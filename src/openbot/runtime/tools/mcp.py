@@ -83,6 +83,9 @@ class McpServer:
             except asyncio.CancelledError:
                 raise
             except BaseException as exc:  # anyio task groups raise BaseExceptionGroups
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise  # a stop that anyio wrapped in a group: never swallow it, never restart
                 self.error = describe(exc)
                 log.warning("MCP server %s failed: %s", self.name, self.error)
             self._session, self._live, self.status = None, {}, "failed"
@@ -93,8 +96,11 @@ class McpServer:
     async def _session_once(self) -> None:
         assert self.config.connection is not None
         async with create_session(self.config.connection) as session:
-            await asyncio.wait_for(session.initialize(), START_TIMEOUT)
-            tools = await asyncio.wait_for(load_mcp_tools(session, server_name=self.name), START_TIMEOUT)
+            # asyncio.timeout, not wait_for: the latter runs the call in another task, which
+            # anyio's cancel scopes inside the session do not expect (a stop could hang there).
+            async with asyncio.timeout(START_TIMEOUT):
+                await session.initialize()
+                tools = await load_mcp_tools(session, server_name=self.name)
             self._up(session, tools)
             await self._hold(session)
 
@@ -113,12 +119,14 @@ class McpServer:
         at once after a call timed out (slow, or dead with the request lost: the ping tells)."""
         while True:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), KEEPALIVE_SECONDS)
+                async with asyncio.timeout(KEEPALIVE_SECONDS):
+                    await self._wake.wait()
             self._wake.clear()
             if self._broken:
                 raise ConnectionError(self.error or "the session broke")
             try:
-                await asyncio.wait_for(session.send_ping(), self.call_timeout)
+                async with asyncio.timeout(self.call_timeout):
+                    await session.send_ping()
             except Exception as exc:
                 raise ConnectionError(f"keep-alive ping failed: {describe(exc)}") from exc
 
@@ -193,6 +201,9 @@ class McpServers:
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[McpServers]:
         """Supervise every server in the background; stop them (their processes too) on exit."""
+        for server in self.servers.values():
+            if server.config.connection is not None:
+                server.status = "starting"
         self._tasks = [
             asyncio.create_task(s.supervise(), name=f"openbot-mcp-{s.name}") for s in self.servers.values()
         ]
