@@ -296,6 +296,19 @@ def webhooks(
         print_deliveries(server, token, actor=actor, status=status, retry=retry)
 
 
+@app.command()
+def tools(
+    server: ServerOpt = DEFAULT_SERVER,
+    token: TokenOpt = None,
+    mcp: Annotated[bool, typer.Option("--mcp", help="The MCP servers and their state instead.")] = False,
+) -> None:
+    """Every tool a bot can be given (built-in, plugin, MCP, skill), or the MCP servers."""
+    from openbot.tool_table import print_tools
+
+    with _reported(server):
+        print_tools(server, token, mcp=mcp)
+
+
 @db_app.command("upgrade")
 def db_upgrade() -> None:
     """Apply database migrations (the server also does this at start)."""
