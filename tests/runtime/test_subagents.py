@@ -133,3 +133,14 @@ async def test_without_a_subagent_script_the_bots_script_matches_the_task(team: 
         await update_bot(s, "engineer", update)
     _run_row, _events, reply = await _run(team)
     assert reply == "summary from the sub-agent"
+
+
+async def test_the_runs_tool_bounds_apply_to_a_sub_agents_tool_calls(team: Team) -> None:
+    """OPENBOT_TOOL_OUTPUT_MAX_CHARS caps a sub-agent's tool result as it does the bot's own."""
+    team.rt.runner.settings.tool_output_max_chars = 200
+    parent = [{"match": "research", "tool_calls": [spawn(["list_bots"])], "reply": "done"}]
+    sub = [{"match": ".", "tool_calls": [{"name": "list_bots", "args": {}}], "reply": "listed"}]
+    await _bot(team, parent, sub)
+    _run_row, events, _reply = await _run(team)
+    (listed,) = [e["payload"] for e in events if e["type"] == "tool_result" and e["payload"].get("agent")]
+    assert "characters cut: the tool's output was over 200" in listed["content"]

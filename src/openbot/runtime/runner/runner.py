@@ -22,6 +22,7 @@ from openbot.core.model_errors import classify_model_error
 from openbot.runtime.bus import Bus
 from openbot.runtime.memory.context import snapshot
 from openbot.runtime.runner.agent import AgentCache
+from openbot.runtime.runner.bounds import ToolBounds
 from openbot.runtime.runner.checkpoints import DeferredSaver
 from openbot.runtime.runner.models import build_chat_model
 from openbot.runtime.runner.prepare import Prepared, prepare
@@ -146,6 +147,7 @@ class Runner:
             handle=claim.bot_handle,
             record=lambda events: self._record(claim, events),
             usage=outcome,
+            middleware=(ToolBounds(self.settings.tool_timeout_seconds, self.settings.tool_output_max_chars),),
         )
 
     def _workspace(self, prepared: Prepared) -> WorkspaceGrant:

@@ -9,7 +9,9 @@ cannot call it. It has no checkpointer and runs in a context of its own (its tok
 as the parent's reply). Its steps are written as the run's events with ``payload.agent`` (``sub-1``,
 ``sub-2``… in the run) and ``payload.parent`` (the id of the tool call that spawned it); its model
 calls and tokens count in the run's usage. Bounds: ``model_settings.subagent_max_model_calls``
-(default 8) model calls per sub-agent, and its answer is capped at :data:`ANSWER_CAP` characters.
+(default 8) model calls per sub-agent, its answer capped at :data:`ANSWER_CAP` characters, and the
+run's tool bounds (runner.bounds: each of its tool calls, and the spawning call as a whole, under
+``OPENBOT_TOOL_TIMEOUT_SECONDS`` and ``OPENBOT_TOOL_OUTPUT_MAX_CHARS``).
 
 The scripted model (DESIGN §11): a sub-agent follows ``model_settings.subagent_script`` when the
 bot has one, else its ``script``, matched against the task text.
@@ -72,6 +74,7 @@ class SubagentHost:
     handle: str
     record: Record
     usage: Usage
+    middleware: tuple[Any, ...] = ()  # the run's tool bounds (runner.bounds), for the sub-agent's calls too
     _labels: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _by_name: dict[str, BaseTool] | None = None
 
@@ -135,7 +138,8 @@ async def run_subagent(
     prompt = _BASE_PROMPT.format(label=label, handle=host.handle)
     if instructions and instructions.strip():
         prompt += "\n\n" + instructions.strip()
-    middleware: list[Any] = [ModelCallLimitMiddleware(run_limit=host.max_model_calls(), exit_behavior="end")]
+    limit = ModelCallLimitMiddleware(run_limit=host.max_model_calls(), exit_behavior="end")
+    middleware: list[Any] = [limit, *host.middleware]
     agent: Any = create_agent(
         model, tools, system_prompt=prompt, middleware=middleware, context_schema=RunContext
     )
