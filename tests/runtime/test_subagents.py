@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 
 from conftest import Team
+from openbot.core.errors import InvalidArgument
 from openbot.runtime.commands import BotUpdate
-from openbot.runtime.team import update_bot
+from openbot.runtime.team import get_bot, update_bot
 from openbot.runtime.tools.subagents import ANSWER_CAP
 from openbot.store.models import TodoList
 
@@ -144,3 +146,14 @@ async def test_the_runs_tool_bounds_apply_to_a_sub_agents_tool_calls(team: Team)
     _run_row, events, _reply = await _run(team)
     (listed,) = [e["payload"] for e in events if e["type"] == "tool_result" and e["payload"].get("agent")]
     assert "characters cut: the tool's output was over 200" in listed["content"]
+
+
+async def test_a_bad_subagent_script_is_refused_and_nothing_is_saved(team: Team) -> None:
+    bad = BotUpdate(model="scripted", model_settings={"script": [], "subagent_script": [{"match": "("}]})
+    with pytest.raises(InvalidArgument) as refused:
+        async with team.rt.db.transaction() as s:
+            await update_bot(s, "engineer", bad)
+    assert "model_settings.subagent_script is not valid" in refused.value.message
+    async with team.rt.db.read() as s:
+        _bot_row, profile = await get_bot(s, "engineer")
+    assert "subagent_script" not in (profile.model_settings or {})
