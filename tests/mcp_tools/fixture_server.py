@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 
 from mcp.server.fastmcp import FastMCP
 
@@ -36,4 +37,9 @@ def fail(reason: str) -> str:
 
 
 if __name__ == "__main__":
-    server.run("stdio")
+    # ``fixture_server.py`` speaks stdio; ``fixture_server.py --http PORT`` streamable HTTP on /mcp.
+    if len(sys.argv) == 3 and sys.argv[1] == "--http":
+        server.settings.host, server.settings.port = "127.0.0.1", int(sys.argv[2])
+        server.run("streamable-http")
+    else:
+        server.run("stdio")
