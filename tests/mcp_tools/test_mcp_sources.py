@@ -36,6 +36,7 @@ async def test_a_server_slow_to_start_or_broken_never_holds_up_the_runtime(
     )
     async with boot() as rt:
         team = Team(rt)
+        rt.mcp.ready_timeout = 0.2  # a run using sleepy waits this long for it, then goes without
         servers = {s["name"]: s for s in rt.mcp.views()}
         assert servers["sleepy"]["status"] == "starting"
         assert servers["bad__name"]["status"] == "failed" and "no __" in servers["bad__name"]["error"]
@@ -66,8 +67,8 @@ async def test_an_approval_gated_mcp_call_resumes_after_a_restart(
         assert run.interrupt is not None and run.interrupt["actions"][0]["name"] == "fx__add"
     async with boot() as rt:
         team = Team(rt)
-        await until(lambda: rt.mcp.servers["fx"].status == "running")
-        await rt.runs.resume(run.id, ResumeBody(decisions=[{"type": "approve"}]))
+        assert rt.mcp.servers["fx"].status == "starting"  # resumed before the server is up:
+        await rt.runs.resume(run.id, ResumeBody(decisions=[{"type": "approve"}]))  # the run waits
         await team.idle()
         assert [r.status for r in await team.runs(thread)] == ["completed"]
         assert (await team.messages(thread))[-1]["content"] == "sum 5"

@@ -97,6 +97,8 @@ class Runner:
             trigger_text=prepared.trigger_text,
             trigger_count=prepared.trigger_count,
         )
+        profile = prepared.profile
+        await self.tools.ready([*(profile.tools or ()), *(profile.approval_tools or ())])  # MCP starting
         agent = self.agents.agent_for(prepared.bot, prepared.profile, model)
         env = ToolEnv(
             self.db, claim.bot_id, claim.bot_handle, claim.thread_id, claim.run_id, self._workspace(prepared)

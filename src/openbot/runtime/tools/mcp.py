@@ -53,6 +53,9 @@ class McpServer:
         self._session: ClientSession | None = None
         self._broken = False
         self._wake = asyncio.Event()  # set: check the session now
+        self.tried = asyncio.Event()  # set once the first start is over (up or failed)
+        if config.error:
+            self.tried.set()
 
     def view(self) -> dict[str, Any]:
         return {
@@ -89,6 +92,7 @@ class McpServer:
                 self.error = describe(exc)
                 log.warning("MCP server %s failed: %s", self.name, self.error)
             self._session, self._live, self.status = None, {}, "failed"
+            self.tried.set()
             await asyncio.sleep(delay)
             delay = min(delay * 2, BACKOFF[1])
             self.restarts += 1
@@ -110,6 +114,7 @@ class McpServer:
             self.proxies = {f"{self.name}__{t.name}": _proxy(self, t) for t in tools}
             self.registry.changed()  # the same tools after a restart keep their proxies: no rebuild
         self._session, self.status = session, "running"  # error stays: the last one, for GET /mcp
+        self.tried.set()
         self._broken = False
         self._wake.clear()
         log.info("MCP server %s is up with %d tool(s)", self.name, len(tools))
@@ -189,6 +194,7 @@ class McpServers:
 
     def __init__(self, configs: list[ServerConfig], registry: ToolRegistry, call_timeout: float) -> None:
         self.servers = {c.name: McpServer(c, registry, call_timeout) for c in configs}
+        self.ready_timeout = 10.0  # how long a run waits for a server still in its first start
         self._tasks: list[asyncio.Task[None]] = []
 
     def entries(self) -> Iterable[ToolEntry]:
@@ -197,6 +203,16 @@ class McpServers:
 
     def views(self) -> list[dict[str, Any]]:
         return [s.view() for s in self.servers.values()]
+
+    async def ready(self, names: list[str]) -> None:
+        """Wait until the servers these names use (``mcp:<server>``, ``<server>__<tool>``) have
+        had their first start (up, or failed), at most ``ready_timeout``; at once when they have."""
+        wanted = {n[4:] for n in names if n.startswith("mcp:")} | {n.split("__", 1)[0] for n in names}
+        waiting = [s for name, s in self.servers.items() if name in wanted and not s.tried.is_set()]
+        if waiting:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.ready_timeout):
+                    await asyncio.gather(*(s.tried.wait() for s in waiting))
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[McpServers]:

@@ -138,6 +138,14 @@ class ToolRegistry:
     def changed(self) -> None:
         self.version += 1
 
+    async def ready(self, names: list[str]) -> None:
+        """Wait (bounded, by the source) for sources still starting the tools named here: a run
+        right after boot, or resuming an approved MCP call, gets its tools rather than none."""
+        for source in list(self._sources.values()):
+            wait = getattr(source, "ready", None)
+            if wait is not None:
+                await wait(names)
+
     def entries(self) -> Iterator[ToolEntry]:
         """Every tool, the first source to name a tool wins (built-ins first)."""
         seen: set[str] = set()
