@@ -52,7 +52,7 @@ export class ToolPicker {
       h("legend", "Tools"),
       h("p.help", "Use: the bot is built with the tool. Needs approval: each call waits for a person to approve, edit or reject it."),
       ...[...grouped.values()].map((g) => this.group(g)),
-      this.unknown(known),
+      ...[this.unknown(known)].filter(Boolean),
     );
   }
 
@@ -81,7 +81,9 @@ export class ToolPicker {
 
   row(tool, selector) {
     const fixed = tool.granted_by !== "tools";
-    const use = check(fixed || this.initial.tools.has(tool.name), `Use ${tool.name}`, fixed);
+    // Every bot has the "always" ones; the file tools follow Workspace access, not this list.
+    const byAccess = tool.granted_by === "workspace_access";
+    const use = check(!byAccess && (fixed || this.initial.tools.has(tool.name)), `Use ${tool.name}`, fixed);
     const approval = check(this.initial.approvals.has(tool.name), `${tool.name} needs approval`);
     this.rows.push({ name: tool.name, use, approval, fixed, selector });
     const note = { always: "every bot has it", workspace_access: "by workspace access" }[tool.granted_by];
@@ -89,7 +91,7 @@ export class ToolPicker {
     return h(
       "tr",
       h("th", { scope: "row", title: tool.description || "" }, h("code", tool.name), status ? [" ", status] : null, note ? h("span.help", ` (${note})`) : null),
-      h("td", use),
+      h("td", byAccess ? h("span.help", { title: "Set by Workspace access" }, "—") : use),
       h("td", approval),
     );
   }
