@@ -27,6 +27,8 @@ from typing import Any, TypedDict, cast
 
 import httpx
 
+from openbot.client_features import FeatureCalls
+
 JSON = dict[str, Any]
 
 PROTOCOL_PREFIX = "/api/v1"
@@ -101,7 +103,7 @@ class Event:
     id: int | None = None
 
 
-class Client:
+class Client(FeatureCalls):
     """Speaks ``/api/v1``. One ``httpx.Client`` per instance; not shared between threads."""
 
     def __init__(
@@ -235,14 +237,6 @@ class Client:
             body["to"] = to
         return cast(JSON, self._request("POST", f"/threads/{thread_id}/messages", json=body))
 
-    # -- actor tokens -----------------------------------------------------------------------
-
-    def issue_token(self, handle: str) -> JSON:
-        return cast(JSON, self._request("POST", f"/actors/{handle}/tokens"))
-
-    def revoke_tokens(self, handle: str) -> None:
-        self._request("DELETE", f"/actors/{handle}/tokens")
-
     # -- runs -------------------------------------------------------------------------------
 
     def runs(
@@ -262,67 +256,10 @@ class Client:
     def cancel(self, run_id: str) -> None:
         self._request("POST", f"/runs/{run_id}/cancel")
 
-    # -- automations ------------------------------------------------------------------------
-
-    def automations(self, bot: str | None = None) -> list[JSON]:
-        return self._items("/automations", bot=bot)
-
-    def run_automation(self, automation_id: str) -> JSON:
-        return cast(JSON, self._request("POST", f"/automations/{automation_id}/run"))
-
-    def occurrences(self, automation_id: str, limit: int = 20) -> list[JSON]:
-        return self._items(f"/automations/{automation_id}/occurrences", limit=limit)
-
-    # -- memory upkeep ----------------------------------------------------------------------
-
-    def maintain_memories(self, bot: str) -> JSON:
-        return cast(JSON, self._request("POST", f"/bots/{bot.lstrip('@')}/memories/maintain"))
-
-    def consolidate_memories(self, bot: str) -> JSON:
-        return cast(JSON, self._request("POST", f"/bots/{bot.lstrip('@')}/memories/consolidate"))
-
-    def memories(
-        self, bot: str, q: str | None = None, lifecycle: str = "active", limit: int = 50
-    ) -> list[JSON]:
-        return self._items(f"/bots/{bot.lstrip('@')}/memories", q=q, lifecycle=lifecycle, limit=limit)
-
-    # -- tools ------------------------------------------------------------------------------
-
-    def tools(self) -> list[JSON]:
-        return self._items("/tools")
-
-    def mcp_servers(self) -> list[JSON]:
-        return self._items("/mcp")
-
     # -- observability ----------------------------------------------------------------------
-
-    def drafts(self, status: str | None = None, bot: str | None = None) -> list[JSON]:
-        return self._items("/drafts", status=status, bot=bot)
-
-    def approve_draft(self, draft_id: str, content: str | None = None) -> JSON:
-        body = {"content": content} if content is not None else {}
-        return cast(JSON, self._request("POST", f"/drafts/{draft_id}/approve", json=body))
-
-    def reject_draft(self, draft_id: str, reason: str | None = None) -> JSON:
-        body = {"reason": reason} if reason else {}
-        return cast(JSON, self._request("POST", f"/drafts/{draft_id}/reject", json=body))
-
-    def why(self, message_id: str, bot: str) -> JSON:
-        return cast(
-            JSON, self._request("GET", "/why", params={"message_id": message_id, "bot": bot.lstrip("@")})
-        )
-
-    def dispositions(self, message_id: str) -> list[JSON]:
-        return self._items(f"/messages/{message_id}/dispositions")
 
     def activity(self, **filters: Any) -> list[JSON]:
         return self._items("/activity", **filters)
-
-    def deliveries(self, actor: str | None = None, status: str | None = None) -> list[JSON]:
-        return self._items("/webhooks/deliveries", actor=actor, status=status)
-
-    def retry_delivery(self, delivery_id: str) -> JSON:
-        return cast(JSON, self._request("POST", f"/webhooks/deliveries/{delivery_id}/retry"))
 
     @contextmanager
     def subscribe(self, thread_id: str | None = None, since: int | None = None) -> Iterator[Iterator[Event]]:
