@@ -7,12 +7,8 @@ from typing import Annotated, Any
 
 import typer
 
+from openbot.cli_base import DEFAULT_SERVER, ServerOpt, TokenOpt, reported
 from openbot.client import Client
-
-ServerOpt = Annotated[
-    str, typer.Option("--server", envvar="OPENBOT_SERVER", help="Server URL (or OPENBOT_SERVER).")
-]
-TokenOpt = Annotated[str | None, typer.Option("--token", envvar="OPENBOT_API_TOKEN", help="API token.")]
 
 
 def explain(answer: dict[str, Any]) -> list[str]:
@@ -38,14 +34,12 @@ def explain(answer: dict[str, Any]) -> list[str]:
 def why(
     message_id: Annotated[str, typer.Argument(help="The message that went unanswered.")],
     bot: Annotated[str, typer.Argument(help="The bot's handle (with or without @).")],
-    server: ServerOpt = "http://127.0.0.1:8000",
+    server: ServerOpt = DEFAULT_SERVER,
     token: TokenOpt = None,
     all_bots: Annotated[bool, typer.Option("--all", help="Also list what every bot decided.")] = False,
 ) -> None:
     """Why didn't a bot answer a message? (observed, held, dropped, still queued, answered…)"""
-    from openbot.cli import _reported
-
-    with _reported(server), Client(server, token) as client:
+    with reported(server), Client(server, token) as client:
         for line in explain(client.why(message_id, bot)):
             typer.echo(line)
         if all_bots:
