@@ -16,7 +16,6 @@ from sqlalchemy import Select, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from openbot.core.errors import NotFound
-from openbot.runtime import threads
 from openbot.runtime.views import ThreadView
 from openbot.store.db import Database
 from openbot.store.models import Actor, Run, Thread, ThreadParticipant
@@ -87,6 +86,9 @@ class Scope:
 
     async def list_threads(self, handle: str, *, q: str | None, limit: int) -> list[ThreadView]:
         """``handle``'s threads, most recently active first, with its unread counts."""
+        # Here, not at the top: threads → governor.disposals → scope would be a cycle.
+        from openbot.runtime import threads
+
         async with self.db.read() as s:
             stmt = select(Thread).where(Thread.id.in_(member_threads(handle)))
             if q:
