@@ -153,3 +153,26 @@ async def test_the_terminal_client_works_with_an_actor_token(
     assert "sneaking in" not in [m["content"] for m in await team.messages(other)]
     admin = await invoke("threads")
     assert "alice's" in admin.stdout and "secret" in admin.stdout
+
+
+async def test_an_actor_tokens_stream_follows_the_bots_but_not_others_automations(
+    server: str, client: httpx.AsyncClient, team: Team
+) -> None:
+    """The Bots page stays live for a token holder; someone else's automation never reaches it."""
+    alice = await _actor_with_token(client, "alice")
+
+    async def change_things() -> None:
+        automation = {"bot": "engineer", "content": "standup", "cron": "0 9 * * *"}
+        assert (await client.post("/api/v1/automations", json=automation)).status_code == 201
+        patched = await client.patch("/api/v1/bots/qa", json={"description": "tests everything"})
+        assert patched.status_code == 200
+
+    got = await collect(
+        f"{server}/api/v1/events",
+        {},
+        alice,
+        lambda got: any(e.get("event") == "bot.updated" for e in got),
+        on_connect=change_things,
+    )
+    assert [json.loads(e["data"])["handle"] for e in got if e.get("event") == "bot.updated"] == ["qa"]
+    assert not [e for e in got if e.get("event") == "automation.updated"]

@@ -37,16 +37,19 @@ async def is_member(session: AsyncSession, handle: str, thread_id: str) -> bool:
 
 @dataclass
 class StreamScope:
-    """An actor's threads, for one event stream. Rows of other threads (and rows of no thread) are
-    dropped; a row that shows the actor joining a thread (it got mail there, was mentioned, posted,
-    or is listed as a participant) adds the thread first, so the stream follows it from that row on."""
+    """An actor's threads, for one event stream. Rows of other threads are dropped, and so are rows
+    of no thread except the bots' (``bot.updated``: any token lists the bots) and the actor's own
+    automations'. A row that shows the actor joining a thread (it got mail there, was mentioned,
+    posted, or is listed as a participant) adds the thread first, so the stream follows it from
+    that row on."""
 
     handle: str
     threads: set[str] = field(default_factory=set)
 
     def allows(self, type_: str, thread_id: str | None, data: Mapping[str, Any] | None) -> bool:
-        if thread_id is None:
-            return False
+        if thread_id is None:  # the team's bots (any token lists them), and its own automations
+            owner = data.get("owner") if data is not None else None
+            return type_ == "bot.updated" or (type_ == "automation.updated" and owner == self.handle)
         if thread_id in self.threads:
             return True
         if data is not None and self._joins(type_, data):
