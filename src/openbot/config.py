@@ -48,8 +48,8 @@ class Settings(BaseSettings):
     memory_consolidation_interval: float = Field(
         86_400.0, gt=0, validation_alias=_env("MEMORY_CONSOLIDATION_INTERVAL")
     )
-    # Memory relevance by embeddings ("provider:model"): not implemented yet. When set, /status
-    # and the start-up log say it is not used; memories are ranked by the lexical index.
+    # Memory relevance by embeddings ("provider:model", or "hashing:<dims>" offline); unset, memories
+    # are ranked by the lexical index. A spec that cannot be used stops the start.
     embeddings: str | None = Field(None, validation_alias=_env("EMBEDDINGS"))
     # Automations: the scheduler wakes at the next due time, and at least this often.
     scheduler_poll_seconds: float = Field(1.0, gt=0, validation_alias=_env("SCHEDULER_POLL_SECONDS"))

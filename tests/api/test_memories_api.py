@@ -109,7 +109,7 @@ async def test_a_run_context_is_404_until_recorded(client: httpx.AsyncClient) ->
     assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
 
 
-def test_status_says_embeddings_are_not_implemented_when_asked_for(tmp_path: Any) -> None:
+def test_status_says_which_index_ranks_memories(tmp_path: Any) -> None:
     assert index_status(Settings(data_dir=tmp_path)) == {"index": "lexical"}
     asked = index_status(Settings(data_dir=tmp_path, embeddings="openai:text-embedding-3-small"))
-    assert asked["index"] == "lexical" and "not implemented" in asked["embeddings"]
+    assert asked == {"index": "embeddings", "model": "openai:text-embedding-3-small"}

@@ -61,7 +61,7 @@ class MailboxCounts(TypedDict):
 
 @with_config(CLOSED)
 class MemoryIndex(TypedDict):
-    """Which relevance index ranks memories; ``embeddings`` says when one was asked for in vain."""
+    """Which relevance index ranks memories (with the embeddings model when it is ``embeddings``)."""
 
     index: Literal["lexical", "embeddings"]
     model: NotRequired[str]

@@ -13,6 +13,7 @@ from openbot.core.clock import Clock
 from openbot.runtime.bus import Bus
 from openbot.runtime.delivery.post import Delivery
 from openbot.runtime.engagement.classifier import Tier2
+from openbot.runtime.memory.embeddings import Embeddings, backfill
 from openbot.runtime.memory.upkeep import MemoryUpkeep
 from openbot.runtime.runner.runner import Runner
 from openbot.runtime.scheduler.system import ActorSystem
@@ -54,6 +55,8 @@ class Runtime:
             timeout=settings.gate_timeout_seconds,
             poll_seconds=settings.poll_seconds,
         )
+        if settings.embeddings:  # memory relevance by embeddings; a bad spec stops the start here
+            self.db.embeddings = Embeddings(settings.embeddings)
         self.webhooks = Webhooks(self.db, settings)
         self.upkeep = MemoryUpkeep(self.db, settings)  # reflection, decay, consolidation
         self.automations = AutomationService(self.db, self.delivery, settings.scheduler_poll_seconds)
@@ -83,6 +86,11 @@ class Runtime:
             seeded = await seed_team(s, self.settings.default_model())
         if seeded:
             log.info("seeded @you and the default team (model %s)", self.settings.default_model())
+        if self.db.embeddings is not None:  # memories written before embeddings were on
+            async with self.db.transaction() as s:
+                embedded = await backfill(s, self.db.embeddings)
+            if embedded:
+                log.info("embedded %d memories with %s", embedded, self.db.embeddings.spec)
         checkpointer = await self.db.dialect.open_checkpointer(self.db.url, self._stack)
         self.runner = Runner(self.db, self.settings, self.bus, checkpointer, self.tools)
         self.system = ActorSystem(self.db, self.settings, self.runner, self.delivery)

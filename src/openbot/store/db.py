@@ -70,6 +70,8 @@ class Database:
         self.journal_listeners: list[Callable[[dict[str | None, int]], None]] = []
         self.activity_listeners: list[Callable[[list[Any]], None]] = []
         self.mail_listeners: list[Callable[[list[str]], None]] = []
+        #: Memory relevance by embeddings (``runtime.memory.embeddings``), when configured.
+        self.embeddings: Any = None
         self.webhook_listeners: list[Callable[[], None]] = []  # a delivery was recorded
         self.gate_listeners: list[Callable[[], None]] = []  # a tier-2 candidate was recorded
 

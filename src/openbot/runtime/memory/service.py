@@ -69,13 +69,10 @@ class MemoryIndexStatus(TypedDict):
 
 
 def index_status(settings: Settings) -> MemoryIndexStatus:
-    """Which relevance index is active. Embeddings are not implemented: asking for them is said
-    here (and at start-up), never silently replaced."""
+    """Which relevance index is active: embeddings (with their model) when ``OPENBOT_EMBEDDINGS``
+    is set — a spec that cannot be used stops the start instead of falling back — else lexical."""
     if settings.embeddings:
-        return {
-            "index": "lexical",
-            "embeddings": f"not implemented: OPENBOT_EMBEDDINGS={settings.embeddings} is not used",
-        }
+        return {"index": "embeddings", "model": settings.embeddings}
     return {"index": "lexical"}
 
 

@@ -23,10 +23,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from openbot.core import memory as rules
 from openbot.core.ids import new_id
+from openbot.runtime.memory import embeddings
 from openbot.store.db import dialect, now
 from openbot.store.journal import log_activity
 from openbot.store.memory_index import LexicalIndex
-from openbot.store.models import Memory
+from openbot.store.models import Memory, MemoryVector
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,7 @@ async def create(
         updated_at=stamp,
     )
     session.add(memory)
+    await embeddings.remember_vector(session, memory)
     _log(
         session,
         "memory.created",
@@ -135,6 +137,8 @@ async def update(
     for key, value in changes.items():
         setattr(memory, key, value)
     memory.updated_at = now(session)
+    if "content" in changes:
+        await embeddings.remember_vector(session, memory)
     _log(
         session,
         "memory.updated",
@@ -205,6 +209,10 @@ async def search(
     lifecycle: str | None = "active",
 ) -> list[tuple[Memory, float]]:
     """The bot's memories most relevant to ``text``, best first (``lifecycle=None``: any)."""
+    active = embeddings.embeddings_of(session)
+    if active is not None:
+        stmt = _filtered(_WITH_VECTORS, segment=segment, tier=tier, lifecycle=lifecycle)
+        return await embeddings.ranked(session, active, stmt, bot_id, text, limit)
     index = dialect(session).memory_index
     terms = rules.query_terms(text)
     if not terms:
@@ -240,6 +248,13 @@ def _filtered(
     return stmt
 
 
+# Memories with their vectors (embeddings on), for search's filters.
+_WITH_VECTORS = (
+    select(Memory, MemoryVector.vector)
+    .join(MemoryVector, MemoryVector.memory_id == Memory.id)
+    .where(Memory.bot_id == bindparam("bot_id"), MemoryVector.model == bindparam("model"))
+)
+
 # The hot path: injection at prepare time reads with one statement per index, built once.
 _RELEVANT: dict[int, Select[Any]] = {}
 
@@ -255,6 +270,9 @@ def _relevant_statement(index: LexicalIndex) -> Select[Any]:
 
 async def relevant(session: AsyncSession, bot_id: str, text: str, limit: int = rules.INJECTED) -> list[Hit]:
     """The bot's active, bot-level memories most relevant to ``text`` (none when nothing matches)."""
+    active = embeddings.embeddings_of(session)
+    if active is not None:
+        return [Hit(*hit) for hit in await embeddings.nearest(session, active, bot_id, text, limit)]
     terms = rules.query_terms(text)
     if not terms:
         return []

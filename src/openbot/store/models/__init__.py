@@ -7,7 +7,7 @@ from openbot.store.models.automations import Automation, AutomationOccurrence
 from openbot.store.models.base import Base, UTCDateTime
 from openbot.store.models.engagement import Disposal, Disposition
 from openbot.store.models.journal import ActivityLog, Event, Setting
-from openbot.store.models.memory import Memory, PendingReflection, PreparedContext
+from openbot.store.models.memory import Memory, MemoryVector, PendingReflection, PreparedContext
 from openbot.store.models.outbound import Draft, WebhookDelivery
 from openbot.store.models.team import Actor, ActorToken, BotProfile, ExternalProfile
 from openbot.store.models.threads import IdempotencyKey, Message, Thread, ThreadParticipant, TodoList
@@ -30,6 +30,7 @@ __all__ = [
     "IdempotencyKey",
     "InboxItem",
     "Memory",
+    "MemoryVector",
     "Message",
     "PendingReflection",
     "PreparedContext",

@@ -95,3 +95,17 @@ class PendingReflection(Base):
     created_at: Mapped[datetime]
 
     __table_args__ = (Index("ix_pending_reflections_last_run", "last_run_at"),)
+
+
+class MemoryVector(Base):
+    """A memory's embedding under one model (``OPENBOT_EMBEDDINGS``), unit length; written with the
+    memory's content, so relevance by embeddings never skips a memory (migration 0015)."""
+
+    __tablename__ = "memory_vectors"
+
+    memory_id: Mapped[str] = mapped_column(ForeignKey("memories.id", ondelete="CASCADE"), primary_key=True)
+    bot_id: Mapped[str] = mapped_column(ForeignKey("actors.id", ondelete="CASCADE"))
+    model: Mapped[str] = mapped_column(String(200))
+    vector: Mapped[list[Any]] = mapped_column()
+
+    __table_args__ = (Index("ix_memory_vectors_bot", "bot_id", "model"),)
