@@ -16,7 +16,7 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from langchain_core.messages import HumanMessage
@@ -26,6 +26,7 @@ from openbot.core.gate_input import Line, prompt
 from openbot.core.scheduling import ItemKind
 from openbot.runtime.delivery.inbox import enqueue
 from openbot.runtime.engagement.gate_script import Verdict, scripted_verdict
+from openbot.runtime.loops import background, sleep_or_wake
 from openbot.runtime.runner.models import build_chat_model
 from openbot.store.db import Database
 from openbot.store.journal import log_activity
@@ -174,13 +175,8 @@ class Tier2:
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         """Own the loop: a pass when candidates are written here, and every ``poll_seconds``."""
-        task = asyncio.create_task(self._loop(), name="openbot-gate-tier2")
-        try:
+        async with background(self._loop(), "openbot-gate-tier2"):
             yield
-        finally:
-            task.cancel()
-            with suppress(asyncio.CancelledError):
-                await task
 
     async def _loop(self) -> None:
         while True:
@@ -193,14 +189,4 @@ class Tier2:
 
     async def _sleep(self, seconds: float) -> None:
         """Until ``seconds`` pass on the runtime's clock or a candidate is written here."""
-        if self._wake.is_set():
-            self._wake.clear()
-            return
-        sleeper = asyncio.ensure_future(self.clock.sleep(seconds))
-        woken = asyncio.ensure_future(self._wake.wait())
-        try:
-            await asyncio.wait({sleeper, woken}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            sleeper.cancel()
-            woken.cancel()
-        self._wake.clear()
+        await sleep_or_wake(self.clock, seconds, self._wake)

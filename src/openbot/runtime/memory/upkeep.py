@@ -26,6 +26,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import select
 
 from openbot.config import Settings
+from openbot.runtime.loops import background
 from openbot.runtime.memory import consolidation, decay, store
 from openbot.runtime.memory.consolidation import DecisionView
 from openbot.runtime.memory.decay import MaintainView
@@ -69,15 +70,10 @@ class MemoryUpkeep:
     @asynccontextmanager
     async def running(self) -> AsyncIterator[MemoryUpkeep]:
         """Run the upkeep loop for the duration of the block (the runtime owns it)."""
-        task = asyncio.create_task(self._loop(), name="openbot-memory-upkeep")
         try:
-            yield self
+            async with background(self._loop(), "openbot-memory-upkeep"):
+                yield self
         finally:
-            task.cancel()
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
             try:
                 await self.reflector.release()
             except Exception:  # recorded: the rows are taken over once their lease expires

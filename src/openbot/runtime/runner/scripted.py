@@ -193,7 +193,39 @@ def default_reply(handle: str, trigger_count: int) -> str:
     return f"(scripted) {name} received {trigger_count} {noun}."
 
 
-class ScriptedChatModel(BaseChatModel):
+class Scripted(BaseChatModel):
+    """A chat model whose answer is :meth:`respond` (pure), after ``delay_ms`` of simulated latency."""
+
+    delay_ms: int = Field(default=0, ge=0)
+    """Fixed simulated latency added to every model call."""
+
+    def respond(self, messages: Sequence[BaseMessage]) -> AIMessage:
+        raise NotImplementedError
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        if self.delay_ms:
+            time.sleep(self.delay_ms / 1000)  # simulated model latency, not waiting for work
+        return ChatResult(generations=[ChatGeneration(message=self.respond(messages))])
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        if self.delay_ms:
+            await asyncio.sleep(self.delay_ms / 1000)
+        return ChatResult(generations=[ChatGeneration(message=self.respond(messages))])
+
+
+class ScriptedChatModel(Scripted):
     """A real chat model whose answers come from a script (see the module docstring)."""
 
     handle: str
@@ -204,8 +236,6 @@ class ScriptedChatModel(BaseChatModel):
     """The run's trigger messages' contents joined with newlines; rules match against it."""
     trigger_count: int = 1
     """How many trigger messages the run has (for the default reply)."""
-    delay_ms: int = Field(default=0, ge=0)
-    """Fixed simulated latency added to every model call."""
 
     def __repr__(self) -> str:
         # LangChain's callbacks put repr(model) into every model-start event: keep it cheap.
@@ -286,28 +316,6 @@ class ScriptedChatModel(BaseChatModel):
         return _text_message(self._fill(rule["reply"], tool_result=""))
 
     # -- the BaseChatModel hooks ---------------------------------------------------------------
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        if self.delay_ms:
-            time.sleep(self.delay_ms / 1000)  # simulated model latency, not waiting for work
-        return ChatResult(generations=[ChatGeneration(message=self.respond(messages))])
-
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        if self.delay_ms:
-            await asyncio.sleep(self.delay_ms / 1000)
-        return ChatResult(generations=[ChatGeneration(message=self.respond(messages))])
 
     def _stream(
         self,

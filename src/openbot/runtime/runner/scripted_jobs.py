@@ -19,16 +19,11 @@ backtracking), and a bad setting refuses to build the model, so it is never sile
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, UsageMetadata
-from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field, model_validator
 
 from openbot.runtime.runner import scripted
@@ -64,15 +59,13 @@ def validate_jobs(model_settings: dict[str, Any]) -> list[str]:
     return problems
 
 
-class ScriptedJobModel(BaseChatModel):
+class ScriptedJobModel(scripted.Scripted):
     """Answers one memory job of a scripted bot (see the module docstring)."""
 
     handle: str
     job: str
     operations: list[dict[str, Any]] = Field(default_factory=list)
     """``model_settings.reflection`` (job ``reflection``) or ``.consolidation`` (``proposer``)."""
-    delay_ms: int = Field(default=0, ge=0)
-    """``model_settings.delay_ms``: the same simulated latency as the bot's run calls."""
 
     @model_validator(mode="after")
     def _check(self) -> ScriptedJobModel:
@@ -98,28 +91,6 @@ class ScriptedJobModel(BaseChatModel):
             answer = {"verdicts": verdicts}
         usage = UsageMetadata(input_tokens=0, output_tokens=0, total_tokens=0)
         return AIMessage(content=json.dumps(answer), usage_metadata=usage)
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        if self.delay_ms:
-            time.sleep(self.delay_ms / 1000)  # simulated model latency, not waiting for work
-        return ChatResult(generations=[ChatGeneration(message=self.respond(messages))])
-
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        if self.delay_ms:
-            await asyncio.sleep(self.delay_ms / 1000)
-        return ChatResult(generations=[ChatGeneration(message=self.respond(messages))])
 
 
 def _shown(messages: Sequence[BaseMessage]) -> list[int]:

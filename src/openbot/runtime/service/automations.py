@@ -23,6 +23,7 @@ from openbot.runtime.automations import definitions, firing
 from openbot.runtime.automations.commands import AutomationCreate, AutomationUpdate
 from openbot.runtime.automations.views import AutomationView, OccurrenceView, occurrence_view
 from openbot.runtime.delivery.post import Delivery
+from openbot.runtime.loops import background
 from openbot.store.db import Database
 from openbot.store.models import Automation, AutomationOccurrence
 
@@ -168,10 +169,5 @@ class AutomationService:
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         """Run the scheduler loop for the duration of the block (the runtime's stack owns it)."""
-        task = asyncio.create_task(self.run(), name="openbot-automations")
-        try:
+        async with background(self.run(), "openbot-automations"):
             yield
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task

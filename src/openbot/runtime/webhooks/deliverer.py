@@ -26,6 +26,7 @@ from sqlalchemy import func, select
 from openbot.config import Settings
 from openbot.core import signing
 from openbot.core.errors import InvalidArgument
+from openbot.runtime.loops import background, sleep_or_wake
 from openbot.runtime.webhooks import outbox
 from openbot.runtime.webhooks.sender import Sender
 from openbot.store.db import Database, now
@@ -171,15 +172,8 @@ class Webhooks:
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Webhooks]:
         """Run the delivery loop for the duration of the block (the runtime owns it)."""
-        task = asyncio.create_task(self._loop(), name="openbot-webhooks")
-        try:
+        async with background(self._loop(), "openbot-webhooks"):
             yield self
-        finally:
-            task.cancel()
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
 
     async def _loop(self) -> None:
         while True:
@@ -196,17 +190,7 @@ class Webhooks:
 
     async def _sleep(self, seconds: float) -> None:
         """Until ``seconds`` pass on the clock or a delivery is recorded, whichever comes first."""
-        if self._wake.is_set():
-            self._wake.clear()
-            return
-        sleeper = asyncio.ensure_future(self.clock.sleep(seconds))
-        woken = asyncio.ensure_future(self._wake.wait())
-        try:
-            await asyncio.wait({sleeper, woken}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            sleeper.cancel()
-            woken.cancel()
-        self._wake.clear()
+        await sleep_or_wake(self.clock, seconds, self._wake)
 
 
 __all__ = ["Attempt", "Webhooks"]
