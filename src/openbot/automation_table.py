@@ -8,14 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from openbot.client import Client
-from openbot.tables import _clipped, _fit, _table, ago
-from openbot.thread_refs import short_id
+from openbot.tables import ago, clipped_column, fit_widths, new_table
+from openbot.thread_refs import pick_id, short_id
 
 
 def schedule(automation: dict[str, Any]) -> str:
@@ -28,14 +27,14 @@ def schedule(automation: dict[str, Any]) -> str:
 
 def automation_table(automations: list[dict[str, Any]], width: int) -> Table:
     """Automations, oldest first; ``Next`` says ``off`` when disabled (a one-shot that fired is)."""
-    table = _table("Automations")
+    table = new_table("Automations")
     bot = max((len(a["bot"]) + 1 for a in automations), default=4)
-    when, content = _fit(width, [6, bot, 11], [2, 1])
+    when, content = fit_widths(width, [6, bot, 11], [2, 1])
     table.add_column("ID", style="dim", no_wrap=True)
     table.add_column("Bot", style="bold cyan", no_wrap=True)
-    _clipped(table, "Schedule", when)
+    clipped_column(table, "Schedule", when)
     table.add_column("Next (UTC)", no_wrap=True)
-    _clipped(table, "Content", content)
+    clipped_column(table, "Content", content)
     for automation in automations:
         table.add_row(
             short_id(automation["id"]),
@@ -55,12 +54,7 @@ def _next(automation: dict[str, Any]) -> str:
 
 def resolve(client: Client, ref: str) -> str:
     """The id of the automation ``ref`` names: a whole id, or its unique start or end."""
-    ids = [a["id"] for a in client.automations()]
-    found = [i for i in ids if i == ref] or [i for i in ids if i.endswith(ref) or i.startswith(ref)]
-    if len(found) != 1:
-        what = "no automation" if not found else f"{len(found)} automations"
-        raise typer.BadParameter(f"{what} match {ref!r} (see `openbot automations`)")
-    return found[0]
+    return pick_id([a["id"] for a in client.automations()], ref, "automation", "automations", "automations")
 
 
 def print_automations(server: str, token: str | None, *, run: str | None, history: str | None) -> None:
@@ -76,7 +70,7 @@ def print_automations(server: str, token: str | None, *, run: str | None, histor
         if history is not None:
             automation_id = resolve(client, history)
             rows = client.occurrences(automation_id)
-            table = _table(f"Occurrences of {short_id(automation_id)}, newest first")
+            table = new_table(f"Occurrences of {short_id(automation_id)}, newest first")
             for name in ("Scheduled for", "Status", "Fired", "Thread"):
                 table.add_column(name, no_wrap=True)
             for row in rows:

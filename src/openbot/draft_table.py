@@ -8,27 +8,26 @@ from __future__ import annotations
 
 from typing import Any
 
-import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from openbot.client import Client
-from openbot.tables import _clipped, _fit, _table
-from openbot.thread_refs import short_id
+from openbot.tables import clipped_column, fit_widths, new_table
+from openbot.thread_refs import pick_id, short_id
 
 
 def draft_table(drafts: list[dict[str, Any]], status: str, width: int) -> Table:
     """Drafts oldest first: who wrote it, whom it goes to, its title and the start of its content."""
-    table = _table(f"Drafts ({status})")
+    table = new_table(f"Drafts ({status})")
     bot = max((len(d["bot"]) + 1 for d in drafts), default=4)
     to = max((len(d["target"].get("actor") or "thread") + 1 for d in drafts), default=6)
-    title, content = _fit(width, [8, bot, to], [2, 3])
+    title, content = fit_widths(width, [8, bot, to], [2, 3])
     table.add_column("ID", style="dim", no_wrap=True)
     table.add_column("Bot", style="bold cyan", no_wrap=True)
     table.add_column("To", no_wrap=True)
-    _clipped(table, "Title", title)
-    _clipped(table, "Content", content)
+    clipped_column(table, "Title", title)
+    clipped_column(table, "Content", content)
     for draft in drafts:
         actor = draft["target"].get("actor")
         table.add_row(
@@ -50,12 +49,7 @@ def destination(draft: dict[str, Any]) -> str:
 
 def resolve(client: Client, ref: str) -> str:
     """The id of the draft ``ref`` names: a whole id, or its unique start or end."""
-    ids = [d["id"] for d in client.drafts()]
-    found = [i for i in ids if i == ref] or [i for i in ids if i.endswith(ref) or i.startswith(ref)]
-    if len(found) != 1:
-        what = "no draft" if not found else f"{len(found)} drafts"
-        raise typer.BadParameter(f"{what} match {ref!r} (see `openbot drafts`)")
-    return found[0]
+    return pick_id([d["id"] for d in client.drafts()], ref, "draft", "drafts", "drafts")
 
 
 def print_drafts(

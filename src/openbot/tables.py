@@ -54,7 +54,7 @@ def ago(iso: str | None) -> str:
     return then.astimezone().strftime("%Y-%m-%d")
 
 
-def _table(title: str | None, *, expand: bool = False) -> Table:
+def new_table(title: str | None, *, expand: bool = False) -> Table:
     return Table(
         title=title,
         title_justify="left",
@@ -65,12 +65,12 @@ def _table(title: str | None, *, expand: bool = False) -> Table:
     )
 
 
-def _clipped(table: Table, name: str, width: int, **options: object) -> None:
+def clipped_column(table: Table, name: str, width: int, **options: object) -> None:
     """A column whose cells stay on one line and end in "…" past ``width``."""
     table.add_column(name, no_wrap=True, overflow="ellipsis", max_width=width, **options)  # type: ignore[arg-type]
 
 
-def _fit(width: int, fixed: list[int], shares: list[int]) -> list[int]:
+def fit_widths(width: int, fixed: list[int], shares: list[int]) -> list[int]:
     """Widths for the clipped columns: what the ``fixed`` columns and the gaps (three characters
     a column, edges included) leave of ``width``, shared in proportion to ``shares``, at least 8 each.
     (Rich would squeeze every column alike, ids and counts included, rather than clip long ones.)"""
@@ -79,13 +79,13 @@ def _fit(width: int, fixed: list[int], shares: list[int]) -> list[int]:
 
 
 def thread_table(threads: list[Thread], width: int) -> Table:
-    table = _table("Threads")
+    table = new_table("Threads")
     number = len(str(len(threads)))
-    title, people = _fit(width, [number, SHORT_ID, 10, 6, 6], [3, 2])
+    title, people = fit_widths(width, [number, SHORT_ID, 10, 6, 6], [3, 2])
     table.add_column("#", justify="right", style="dim", no_wrap=True)
     table.add_column("ID", style="dim", no_wrap=True)
-    _clipped(table, "Title", title, style="bold")
-    _clipped(table, "With", people)
+    clipped_column(table, "Title", title, style="bold")
+    clipped_column(table, "With", people)
     table.add_column("Last", no_wrap=True)
     table.add_column("Unread", justify="right", no_wrap=True)
     table.add_column("Action", justify="right", no_wrap=True)
@@ -132,16 +132,16 @@ def _bot_state(bot: dict[str, Any]) -> str:
 def bot_table(bots: list[dict[str, Any]], titles: dict[str, str], width: int) -> Table:
     """Bots by handle. ``State`` counts the threads a bot runs in or waits in for a human (×N);
     ``Threads`` names them; ``Max`` is its parallel-thread ceiling."""
-    table = _table("Bots")
+    table = new_table("Bots")
     handle = max((len(b["handle"]) + 1 for b in bots), default=6)
-    model, state, busy, approval = _fit(width, [handle, 5, 3], [3, 3, 2, 3])
+    model, state, busy, approval = fit_widths(width, [handle, 5, 3], [3, 3, 2, 3])
     table.add_column("Handle", style="bold cyan", no_wrap=True)
-    _clipped(table, "Model", model)
-    _clipped(table, "State", state)
-    _clipped(table, "Threads", busy)
+    clipped_column(table, "Model", model)
+    clipped_column(table, "State", state)
+    clipped_column(table, "Threads", busy)
     table.add_column("Queue", justify="right", no_wrap=True)
     table.add_column("Max", justify="right", no_wrap=True)
-    _clipped(table, "Approval", approval)
+    clipped_column(table, "Approval", approval)
     for bot in sorted(bots, key=lambda b: b["handle"]):
         state = bot.get("state") or {}
         busy = [*state.get("running_threads", []), *state.get("waiting_threads", [])]
@@ -187,7 +187,7 @@ def _activity_row(row: dict[str, Any]) -> tuple[str, ...]:
 
 def activity_table(rows: list[dict[str, Any]], title: str | None = "Activity") -> Table:
     """The timeline; without a title, rows alone in the same columns (what ``--follow`` prints)."""
-    table = _table(title, expand=True)
+    table = new_table(title, expand=True)
     table.add_column("Time", width=5, no_wrap=True)
     table.add_column("Level", width=7, no_wrap=True)
     table.add_column("Event", width=20, no_wrap=True, overflow="ellipsis")

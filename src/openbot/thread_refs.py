@@ -28,6 +28,18 @@ class ThreadRefError(LookupError):
     """No thread, or more than one, matches a reference; the message says which."""
 
 
+def pick_id(ids: Sequence[str], ref: str, noun: str, plural: str, command: str) -> str:
+    """The one id ``ref`` names: a whole id, or the unique start or end of one. A ValueError
+    (``typer.BadParameter`` for the CLI) says what matched instead."""
+    import typer
+
+    found = [i for i in ids if i == ref] or [i for i in ids if i.endswith(ref) or i.startswith(ref)]
+    if len(found) != 1:
+        what = f"no {noun}" if not found else f"{len(found)} {plural}"
+        raise typer.BadParameter(f"{what} match {ref!r} (see `openbot {command}`)")
+    return found[0]
+
+
 def short_id(thread_id: str) -> str:
     return thread_id[-SHORT_ID:]
 

@@ -9,20 +9,20 @@ from rich.markup import escape
 from rich.table import Table
 
 from openbot.client import Client
-from openbot.tables import _clipped, _fit, _table
+from openbot.tables import clipped_column, fit_widths, new_table
 
 
 def tool_table(tools: list[dict[str, Any]], width: int) -> Table:
     """One line a tool: name, source (and server), how a bot gets it, status, description."""
-    table = _table("Tools")
+    table = new_table("Tools")
     name = max((len(t["name"]) for t in tools), default=4)
     source = max((len(_source(t)) for t in tools), default=6)
-    [description] = _fit(width, [name, source, 16, 9], [1])
+    [description] = fit_widths(width, [name, source, 16, 9], [1])
     table.add_column("Name", style="bold", no_wrap=True)
     table.add_column("Source", no_wrap=True)
     table.add_column("Granted by", no_wrap=True)
     table.add_column("Status", no_wrap=True)
-    _clipped(table, "Description", description)
+    clipped_column(table, "Description", description)
     for tool in tools:
         status = tool["status"]
         table.add_row(
@@ -36,11 +36,11 @@ def tool_table(tools: list[dict[str, Any]], width: int) -> Table:
 
 
 def mcp_table(servers: list[dict[str, Any]], width: int) -> Table:
-    table = _table("MCP servers")
-    [error] = _fit(width, [max((len(s["name"]) for s in servers), default=4), 15, 8, 5, 8], [1])
+    table = new_table("MCP servers")
+    [error] = fit_widths(width, [max((len(s["name"]) for s in servers), default=4), 15, 8, 5, 8], [1])
     for column in ("Name", "Transport", "Status", "Tools", "Restarts"):
         table.add_column(column, no_wrap=True)
-    _clipped(table, "Last error", error)
+    clipped_column(table, "Last error", error)
     for server in servers:
         table.add_row(
             escape(server["name"]),

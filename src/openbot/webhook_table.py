@@ -8,28 +8,27 @@ from __future__ import annotations
 
 from typing import Any
 
-import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from openbot.client import Client
-from openbot.tables import _clipped, _fit, _table
-from openbot.thread_refs import short_id
+from openbot.tables import clipped_column, fit_widths, new_table
+from openbot.thread_refs import pick_id, short_id
 
 STYLE = {"delivered": "green", "pending": "yellow", "failed": "bold red"}
 
 
 def delivery_table(deliveries: list[dict[str, Any]], width: int) -> Table:
     """Newest first: to whom, what, how it went, and the last error if any."""
-    table = _table("Webhook deliveries")
+    table = new_table("Webhook deliveries")
     actor = max((len(d["actor"]) + 1 for d in deliveries), default=6)
-    (error,) = _fit(width, [8, actor, 9, 8], [1])
+    (error,) = fit_widths(width, [8, actor, 9, 8], [1])
     table.add_column("ID", style="dim", no_wrap=True)
     table.add_column("Actor", style="bold cyan", no_wrap=True)
     table.add_column("Status", no_wrap=True)
     table.add_column("Attempts", justify="right", no_wrap=True)
-    _clipped(table, "Last error", error)
+    clipped_column(table, "Last error", error)
     for d in deliveries:
         status = d["status"]
         table.add_row(
@@ -44,12 +43,7 @@ def delivery_table(deliveries: list[dict[str, Any]], width: int) -> Table:
 
 def resolve(deliveries: list[dict[str, Any]], ref: str) -> str:
     """The id of the delivery ``ref`` names: a whole id, or its unique start or end."""
-    ids = [d["id"] for d in deliveries]
-    found = [i for i in ids if i == ref] or [i for i in ids if i.endswith(ref) or i.startswith(ref)]
-    if len(found) != 1:
-        what = "no delivery" if not found else f"{len(found)} deliveries"
-        raise typer.BadParameter(f"{what} match {ref!r} (see `openbot webhooks`)")
-    return found[0]
+    return pick_id([d["id"] for d in deliveries], ref, "delivery", "deliveries", "webhooks")
 
 
 def print_deliveries(
