@@ -21,6 +21,7 @@ from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.orm import Session
 
+from openbot.store import fast
 from openbot.store.memory_index import Fts5Index, LexicalIndex, TsvectorIndex
 from openbot.store.message_index import Fts5MessageIndex, MessageIndex, TsvectorMessageIndex
 from openbot.store.models import Actor, Base, Thread
@@ -78,11 +79,12 @@ class Dialect:
         """
         session.flush()  # every other write of the transaction first
         shape = _shape(type(rows[0]), session)
-        connection = session.connection()
+        driver = _sqlite(session.connection().connection.driver_connection)
         for start in range(0, len(rows), _CHUNK):
             chunk = rows[start : start + _CHUNK]
-            params = tuple(value for row in chunk for value in shape.values(row))
-            ids = sorted(connection.exec_driver_sql(shape.sql(len(chunk)), params).scalars())
+            params = [value for row in chunk for value in shape.values(row)]
+            ids = sorted(row[0] for row in driver.execute(shape.sql(len(chunk)), params))
+            fast.sent()
             for row, id_ in zip(chunk, ids, strict=True):
                 row.id = id_  # type: ignore[attr-defined]
 
@@ -244,6 +246,14 @@ def _shape(cls: type[Base], session: Session) -> _Shape:
     return shape
 
 
+def _sqlite(driver: Any) -> Any:
+    from openbot.store.inline_sqlite import sqlite_of
+
+    plain = sqlite_of(driver)
+    assert plain is not None, "SQLite engines are created on store.inline_sqlite"
+    return plain
+
+
 def dialect_for(url: str) -> Dialect:
     return PostgresDialect() if url.startswith("postgresql") else Dialect()
 
@@ -261,6 +271,9 @@ def _configure_sqlite(engine: AsyncEngine, *, immediate: bool) -> None:
         cursor.execute("PRAGMA busy_timeout=30000")
         cursor.close()
 
+    begin = "BEGIN IMMEDIATE" if immediate else "BEGIN"
+
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(conn: Any) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        _sqlite(conn.connection.driver_connection).execute(begin)
+        fast.sent()

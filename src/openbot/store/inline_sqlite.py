@@ -132,6 +132,11 @@ class InlineConnection:
             self._conn.close()
 
 
+def sqlite_of(driver: Any) -> sqlite3.Connection | None:
+    """The :mod:`sqlite3` connection under a driver connection of this shim (None for others)."""
+    return driver._conn if isinstance(driver, InlineConnection) else None
+
+
 def creator(path: str, *, timeout: float = 30.0) -> Callable[[], Any]:
     """The ``async_creator`` for an engine on ``path``."""
 

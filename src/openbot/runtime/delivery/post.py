@@ -24,6 +24,7 @@ from openbot.runtime.delivery.inbox import enqueue, queued_mail
 from openbot.runtime.delivery.recipients import Recipients, load_recipients, ref, report_unknown
 from openbot.runtime.engagement import record as engagement
 from openbot.runtime.views import MessageView, UnknownMention, message_view
+from openbot.store import fast
 from openbot.store.db import dialect, now
 from openbot.store.journal import append_event, log_activity
 from openbot.store.models import Actor, Message, Thread, ThreadParticipant
@@ -94,8 +95,7 @@ class Delivery:
                 raise InvalidArgument(f"unknown handle @{handle} in 'to'", {"handle": handle})
         data = await self._route_input(session, thread, found, sender, mentions, to, hop)
         plan = plan_route(data)
-        message = self._insert(session, thread, plan, found, content, sender, hop, run_id, metadata)
-        await session.flush()
+        message = await self._insert(session, thread, plan, found, content, sender, hop, run_id, metadata)
         view = message_view(message, sender)
         append_event(session, "message.created", view, thread.id)
         self._log_posted(session, thread, message, plan, sender)
@@ -145,7 +145,7 @@ class Delivery:
             gated=thread.kind == "channel",
         )
 
-    def _insert(
+    async def _insert(
         self,
         session: AsyncSession,
         thread: Thread,
@@ -174,12 +174,11 @@ class Delivery:
             metadata_=meta,
             created_at=stamp,
         )
-        session.add(message)
         joining = [found.actors[h].id for h in plan.new_participants]
         if sender is not None and sender.id not in found.participant_ids:
             joining.append(sender.id)  # whoever posts takes part, and so gets questions and replies
-        for actor_id in joining:
-            session.add(ThreadParticipant(thread_id=thread.id, actor_id=actor_id, joined_at=stamp))
+        joined = [ThreadParticipant(thread_id=thread.id, actor_id=a, joined_at=stamp) for a in joining]
+        await fast.insert(session, message, *joined)
         thread.last_message_at = stamp
         if plan.reset_hop_notice:
             thread.hop_limit_notified = False

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
 
 from sqlalchemy import and_, bindparam, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -15,6 +14,7 @@ from openbot.core.routing import ActorKind, ActorRef
 from openbot.runtime import notices
 from openbot.runtime.delivery.inbox import queued_mail_count
 from openbot.runtime.views import UnknownMention
+from openbot.store import fast
 from openbot.store.journal import log_activity
 from openbot.store.models import Actor, Message, Thread, ThreadParticipant
 
@@ -43,7 +43,7 @@ def ref(actor: Actor) -> ActorRef:
 # Built once (building costs more than SQLite takes to run it); a post binds its thread and names.
 _TP = ThreadParticipant
 _RECIPIENTS = (
-    select(Actor, _TP.actor_id)
+    select(*fast.table_of(Actor).columns, _TP.actor_id.label("participant"))
     .outerjoin(_TP, (_TP.actor_id == Actor.id) & (_TP.thread_id == bindparam("thread_id")))
     .where(
         or_(
@@ -56,9 +56,12 @@ _RECIPIENTS = (
     )
     .order_by(_TP.joined_at, _TP.actor_id)
 )
-_WITH_MAIL = _RECIPIENTS.add_columns(
-    queued_mail_count(bindparam("mail_of"), bindparam("thread_id")).scalar_subquery()
+_WITH_MAIL = fast.Sql(
+    _RECIPIENTS.add_columns(
+        queued_mail_count(bindparam("mail_of"), bindparam("thread_id")).scalar_subquery().label("mail")
+    )
 )
+_JUST_RECIPIENTS = fast.Sql(_RECIPIENTS)
 
 
 async def load_recipients(
@@ -69,10 +72,11 @@ async def load_recipients(
     params = {"thread_id": thread.id, "named": list(dict.fromkeys(handles)), "default": thread.default_bot_id}
     if mail_of is not None:
         params["mail_of"] = mail_of
-    rows = (await session.execute(_WITH_MAIL if mail_of is not None else _RECIPIENTS, params)).all()
-    actors = {row[0].handle: row[0] for row in rows if not row[0].deleted}
-    participant_ids = [row[0].id for row in rows if row[1] is not None]
-    mail = int(cast(Any, rows[0])[2] or 0) if rows and mail_of is not None else None
+    rows = await fast.execute(session, _WITH_MAIL if mail_of is not None else _JUST_RECIPIENTS, params)
+    # The rows stand in for Actor objects (same attributes, read only; the session does not track them).
+    actors = {row.handle: row for row in rows if not row.deleted}
+    participant_ids = [row.id for row in rows if row.participant is not None]
+    mail = int(rows[0].mail or 0) if rows and mail_of is not None else None
     return Recipients(actors, participant_ids, mail)
 
 

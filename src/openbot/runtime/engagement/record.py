@@ -20,9 +20,11 @@ from openbot.core.gate import Decision, GateBot, Signal, Verdict, matcher, shape
 from openbot.core.routing import ActorKind, RouteInput, RoutePlan
 from openbot.runtime.delivery.recipients import Recipients
 from openbot.runtime.engagement.hatch import observed_before
-from openbot.store.db import Database, after_commit, database_of, dialect, now
+from openbot.store import fast
+from openbot.store.db import Database, after_commit, database_of, now
 from openbot.store.models import Actor, BotProfile, Disposition, Message, Thread
 
+_DISPOSITIONS = fast.table_of(Disposition)
 SMALL_GROUP_SIZE = 4  # the runtime's Settings.small_group_size overrides it (Delivery)
 
 _ALIASES = select(BotProfile.actor_id, BotProfile.aliases).where(
@@ -77,21 +79,20 @@ async def write(
 ) -> None:
     stamp = now(session)
     rows = [
-        Disposition(
-            message_id=message.id,
-            thread_id=message.thread_id,
-            bot_id=actors[handle].id,
-            disposition=str(d.verdict),
-            tier=d.tier,
-            signal=str(d.signal),
-            reason=d.reason,
-            pending=d.candidate,
-            created_at=stamp,
-        )
+        {
+            "message_id": message.id,
+            "thread_id": message.thread_id,
+            "bot_id": actors[handle].id,
+            "disposition": str(d.verdict),
+            "tier": d.tier,
+            "signal": str(d.signal),
+            "reason": d.reason,
+            "pending": d.candidate,
+            "created_at": stamp,
+        }
         for handle, d in decisions.items()
     ]
-    if rows:
-        await session.run_sync(dialect(session).append, rows, journal=False)
+    await fast.insert_rows(session, _DISPOSITIONS, rows)
     if any(d.candidate for d in decisions.values()):
         after_commit(session, _waker(database_of(session)))
 

@@ -1,0 +1,338 @@
+"""The hot path's statements, straight to the driver (the store's fast path, DESIGN §6).
+
+A statement through the async ORM costs ~200 µs of Python around a SQLite call of a few µs
+(``benchmarks.profile statement``); the same statement handed to the driver costs ~10 µs. The
+hot units (post, claim, prepare, finish) run their statements here:
+
+* a statement is written once in SQLAlchemy Core and compiled once per dialect, with its bind
+  and result processors, so a call only binds values and converts the row it gets back — the same
+  conversions the ORM applies, so rows written here read back identically through the ORM;
+* it runs on the connection of the session's transaction, so it commits or rolls back with
+  everything else the transaction wrote;
+* on SQLite the call is synchronous (``store.inline_sqlite``: no thread hop, no greenlet switch);
+  on PostgreSQL it is one awaited psycopg call, prepared server-side after a few executions.
+
+Rows come back as plain tuples (named by ``Row``-like attribute access through :class:`Record`),
+never as ORM objects: nothing is added to the session's identity map, so a unit that reads here
+must also write here (or flush first: :func:`execute` flushes pending ORM work before it runs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Table
+from sqlalchemy.engine import Dialect as SADialect
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.expression import ClauseElement
+from sqlalchemy.util import await_only
+
+from openbot.store.inline_sqlite import sqlite_of
+
+_DRIVER = "openbot_driver"  # (transaction, driver connection) of the session's current transaction
+
+Processor = Callable[[Any], Any]
+
+#: Called once per statement sent to a driver here (the benchmarks count statements with it;
+#: SQLAlchemy's own ``before_cursor_execute`` does not see these).
+statement_listeners: list[Callable[[], None]] = []
+
+
+def sent() -> None:
+    """Tell the statement listeners that one more statement went to a driver."""
+    for listener in statement_listeners:
+        listener()
+
+
+class Record(tuple[Any, ...]):
+    """A result row: a tuple whose values are also attributes, by column name."""
+
+    __slots__ = ()
+    _index: dict[str, int] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[self._index[name]]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def _record_type(names: Sequence[str]) -> type[Record]:
+    return type("Record", (Record,), {"__slots__": (), "_index": {n: i for i, n in enumerate(names)}})
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    sql: str
+    named: bool  # pyformat (psycopg) binds by name; qmark (sqlite3) by position
+    order: tuple[str, ...]  # bind names in positional order
+    binds: tuple[Processor | None, ...]  # bind processors, in ``order``
+    results: tuple[Processor | None, ...]  # result processors, one per column
+    record: type[Record] | None
+    expanding: bool
+    compiled: SQLCompiler
+    fixed: dict[str, Any]  # values bound in the statement itself (literals in a WHERE clause)
+
+
+class Sql:
+    """One hot statement: Core, compiled once per dialect to the driver's own SQL."""
+
+    __slots__ = ("_by_dialect", "statement")
+
+    def __init__(self, statement: ClauseElement) -> None:
+        self.statement = statement
+        self._by_dialect: dict[str, _Compiled] = {}
+
+    def compiled(self, dialect: SADialect) -> _Compiled:
+        found = self._by_dialect.get(dialect.name)
+        if found is None:
+            found = self._by_dialect[dialect.name] = _compile(self.statement, dialect)
+        return found
+
+
+def _compile(statement: ClauseElement, dialect: SADialect) -> _Compiled:
+    compiled = statement.compile(dialect=dialect)
+    assert isinstance(compiled, SQLCompiler)
+    named = not compiled.positional
+    order = tuple(compiled.positiontup or ()) if compiled.positional else tuple(compiled.bind_names.values())
+    by_name = {name: bind for bind, name in compiled.bind_names.items()}
+    binds = tuple(_bind_processor(by_name[name].type, dialect) for name in order)
+    columns = compiled._result_columns  # (keyname, name, objects, type) per column
+    results = tuple(_result_processor(column[3], dialect) for column in columns)
+    record = _record_type([column[0] for column in columns]) if columns else None
+    expanding = any(bind.expanding for bind in compiled.binds.values())
+    fixed = {name: bind.effective_value for name, bind in by_name.items() if not bind.required}
+    return _Compiled(compiled.string, named, order, binds, results, record, expanding, compiled, fixed)
+
+
+def _bind_processor(type_: Any, dialect: SADialect) -> Processor | None:
+    return type_._cached_bind_processor(dialect)  # type: ignore[no-any-return]
+
+
+def _result_processor(type_: Any, dialect: SADialect) -> Processor | None:
+    return type_._cached_result_processor(dialect, None)  # type: ignore[no-any-return]
+
+
+def _params(compiled: _Compiled, params: Mapping[str, Any]) -> tuple[str, Any]:
+    """The SQL and the driver's parameters for one call."""
+    if compiled.fixed:
+        params = {**compiled.fixed, **params}
+    if compiled.expanding:
+        state = compiled.compiled.construct_expanded_state(dict(params))
+        processors = state.processors
+        values = state.parameters
+        if compiled.named:
+            return state.statement, {
+                k: (processors[k](v) if k in processors and v is not None else v) for k, v in values.items()
+            }
+        names = state.positiontup or ()
+        return state.statement, [
+            processors[n](values[n]) if n in processors and values[n] is not None else values[n]
+            for n in names
+        ]
+    out = [
+        (process(value) if process is not None and value is not None else value)
+        for process, value in zip(compiled.binds, (params[name] for name in compiled.order), strict=True)
+    ]
+    if compiled.named:
+        return compiled.sql, dict(zip(compiled.order, out, strict=True))
+    return compiled.sql, out
+
+
+def _rows(compiled: _Compiled, raw: Iterable[Sequence[Any]]) -> list[Any]:
+    record = compiled.record
+    if record is None:
+        return []
+    results = compiled.results
+    if not any(results):
+        return [record(row) for row in raw]
+    return [
+        record(
+            value if process is None or value is None else process(value)
+            for process, value in zip(results, row, strict=True)
+        )
+        for row in raw
+    ]
+
+
+def _dialect(session: AsyncSession) -> SADialect:
+    bind = session.bind
+    assert bind is not None
+    return bind.dialect
+
+
+async def _run(driver: Any, text: str, params: Any) -> Sequence[Sequence[Any]]:
+    """One statement on the driver; its rows, if it returns any."""
+    if statement_listeners:
+        sent()
+    plain = sqlite_of(driver)
+    if plain is not None:  # synchronous: no thread hop (store.inline_sqlite)
+        cursor = plain.execute(text, params)
+        return cursor.fetchall() if cursor.description else ()
+    cursor = await driver.execute(text, params)  # psycopg
+    return await cursor.fetchall() if cursor.description else ()
+
+
+async def _driver(session: AsyncSession) -> Any:
+    """The driver connection of the session's current transaction (begun here if need be)."""
+    sync = session.sync_session
+    cached = sync.info.get(_DRIVER)
+    transaction = sync.get_transaction()
+    if cached is not None and transaction is not None and cached[0] is transaction:
+        return cached[1]
+    connection = await session.connection()
+    fairy = await connection.get_raw_connection()
+    driver = fairy.driver_connection
+    sync.info[_DRIVER] = (sync.get_transaction(), driver)
+    return driver
+
+
+async def execute(session: AsyncSession, sql: Sql, params: Mapping[str, Any] | None = None) -> list[Any]:
+    """Run ``sql`` in the session's transaction; return its rows (an empty list if it has none).
+
+    Pending ORM work is flushed first, so the statement sees everything the unit wrote before it.
+    """
+    sync = session.sync_session
+    if sync.new or sync.dirty or sync.deleted:
+        await session.flush()
+    driver = await _driver(session)
+    compiled = sql.compiled(_dialect(session))
+    text, values = _params(compiled, params or {})
+    return _rows(compiled, await _run(driver, text, values))
+
+
+async def first(session: AsyncSession, sql: Sql, params: Mapping[str, Any] | None = None) -> Any:
+    rows = await execute(session, sql, params)
+    return rows[0] if rows else None
+
+
+def execute_sync(session: Any, sql: Sql, params: Mapping[str, Any] | None = None) -> list[Any]:
+    """:func:`execute` from inside a sync ORM hook (a greenlet of the async session)."""
+    return await_only(_execute_plain(session, sql, params))
+
+
+async def _execute_plain(session: Any, sql: Sql, params: Mapping[str, Any] | None) -> list[Any]:
+    connection = session.connection()
+    driver = connection.connection.driver_connection
+    compiled = sql.compiled(connection.dialect)
+    text, values = _params(compiled, params or {})
+    return _rows(compiled, await _run(driver, text, values))
+
+
+def table_of(entity: Any) -> Table:
+    table = entity.__table__
+    assert isinstance(table, Table)
+    return table
+
+
+class _Insert:
+    """An ORM class's INSERT of every column, with the Python-side defaults the ORM would apply."""
+
+    def __init__(self, cls: type[Any]) -> None:
+        from sqlalchemy import bindparam, insert
+        from sqlalchemy import inspect as sa_inspect
+
+        mapper = sa_inspect(cls)
+        props = list(mapper.column_attrs)
+        self.attrs = [p.key for p in props]
+        self.names = [p.columns[0].key for p in props]
+        self.defaults = [_default_of(p.columns[0]) for p in props]
+        values = {p.columns[0].key: bindparam(p.columns[0].key, type_=p.columns[0].type) for p in props}
+        self.sql = Sql(insert(mapper.local_table).values(values))
+
+    def params(self, row: Any) -> dict[str, Any]:
+        state = row.__dict__
+        out: dict[str, Any] = {}
+        for attr, name, default in zip(self.attrs, self.names, self.defaults, strict=True):
+            value = state.get(attr)
+            if value is None and default is not None:
+                value = default()
+                setattr(row, attr, value)
+            out[name] = value
+        return out
+
+
+def _default_of(column: Any) -> Callable[[], Any] | None:
+    default = column.default
+    if default is None:
+        return None
+    if default.is_callable:
+        return lambda: default.arg(None)
+    return lambda: default.arg
+
+
+_INSERTS: dict[type[Any], _Insert] = {}
+
+
+async def insert(session: AsyncSession, *rows: Any) -> None:
+    """INSERT new ORM objects now, without the unit of work: they stay transient (the session does
+    not track them), so change them before this call, never after."""
+    for row in rows:
+        shape = _INSERTS.get(type(row))
+        if shape is None:
+            shape = _INSERTS[type(row)] = _Insert(type(row))
+        await execute(session, shape.sql, shape.params(row))
+
+
+class _Rows:
+    """Multi-row INSERT text for one table and dialect: one statement per chunk of rows."""
+
+    def __init__(self, table: Table, dialect: SADialect) -> None:
+        columns = [c for c in table.columns if not (c.primary_key and c.autoincrement is True)]
+        self.names = [c.key for c in columns]
+        self.binds = [_bind_processor(c.type, dialect) for c in columns]
+        self.defaults = [_default_of(c) for c in columns]
+        mark = "?" if dialect.paramstyle == "qmark" else "%s"
+        self.head = f"INSERT INTO {table.name} ({', '.join(c.name for c in columns)}) VALUES "
+        self.row = "(" + ", ".join(mark for _ in columns) + ")"
+        keys = [c for c in table.primary_key.columns]
+        self.returning = f" RETURNING {keys[0].name}" if len(keys) == 1 else ""
+        self._sql: dict[tuple[int, bool], str] = {}
+
+    def sql(self, count: int, returning: bool) -> str:
+        text = self._sql.get((count, returning))
+        if text is None:
+            text = self.head + ", ".join([self.row] * count) + (self.returning if returning else "")
+            self._sql[count, returning] = text
+        return text
+
+    def values(self, row: Mapping[str, Any]) -> Iterable[Any]:
+        for name, process, default in zip(self.names, self.binds, self.defaults, strict=True):
+            value = row.get(name)
+            if value is None and default is not None:
+                value = default()
+            yield process(value) if process is not None and value is not None else value
+
+
+_ROWS: dict[tuple[str, str], _Rows] = {}
+_CHUNK = 500  # rows per statement, well under SQLite's limit on bound parameters
+
+
+async def insert_rows(
+    session: AsyncSession, table: Table, rows: Sequence[Mapping[str, Any]], *, returning: bool = False
+) -> list[Any]:
+    """INSERT ``rows`` (column key → value; missing values take the column's default) in one
+    statement per chunk; with ``returning``, the new primary keys in the order of ``rows``.
+
+    SQLite assigns autoincrement keys in VALUES order, larger than any before, under the writer's
+    lock; PostgreSQL draws them from the sequence in VALUES order too: sorted keys match the rows."""
+    if not rows:
+        return []
+    sync = session.sync_session
+    if sync.new or sync.dirty or sync.deleted:
+        await session.flush()
+    driver = await _driver(session)
+    dialect = _dialect(session)
+    shape = _ROWS.get((table.name, dialect.name))
+    if shape is None:
+        shape = _ROWS[table.name, dialect.name] = _Rows(table, dialect)
+    keys: list[Any] = []
+    for start in range(0, len(rows), _CHUNK):
+        chunk = rows[start : start + _CHUNK]
+        params = [value for row in chunk for value in shape.values(row)]
+        text = shape.sql(len(chunk), returning)
+        keys.extend(sorted(row[0] for row in await _run(driver, text, params)))
+    return keys
