@@ -22,7 +22,7 @@ from openbot.store.dialect import Dialect, dialect_for
 
 _AFTER_COMMIT = "openbot_after_commit"
 _WOKEN = "openbot_woken"  # bots that got mail in this transaction
-_TRANSIENT = ("openbot_journal_rows", "openbot_activity_rows", "openbot_threads_locked", _WOKEN)
+_TRANSIENT = ("openbot_journal_rows", "openbot_activity_rows", "openbot_driver", _WOKEN)
 
 
 def normalise_url(url: str) -> str:

@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 from openbot.store import fast
 from openbot.store.memory_index import Fts5Index, LexicalIndex, TsvectorIndex
 from openbot.store.message_index import Fts5MessageIndex, MessageIndex, TsvectorMessageIndex
-from openbot.store.models import Actor, Base, Thread
+from openbot.store.models import Actor, Base
 
 S = TypeVar("S", bound=Select[*tuple[Any, ...]])
 
@@ -32,7 +32,6 @@ log = logging.getLogger(__name__)
 
 CHANNEL = "openbot"  # LISTEN/NOTIFY channel: "the journal moved, mail may be waiting"
 _JOURNAL_LOCK = 0x0B07
-_THREADS_LOCKED = "openbot_threads_locked"  # cleared at commit and rollback (store.db)
 _CHUNK = 500  # rows per multi-row INSERT, well under SQLite's limit on bound parameters
 
 
@@ -57,9 +56,6 @@ class Dialect:
 
     def configure(self, engine: AsyncEngine, *, writer: bool) -> None:
         _configure_sqlite(engine, immediate=writer)
-
-    async def lock_thread(self, session: AsyncSession, thread: Thread) -> None:
-        """Serialise posts to one thread (participants and the hop-limit flag are read fresh)."""
 
     async def lock_bot(self, session: AsyncSession, bot_id: str) -> None:
         """Serialise claimers of one bot, so its ceiling holds across processes."""
@@ -124,15 +120,6 @@ class PostgresDialect(Dialect):
 
     def configure(self, engine: AsyncEngine, *, writer: bool) -> None:
         pass
-
-    async def lock_thread(self, session: AsyncSession, thread: Thread) -> None:
-        locked: set[str] = session.sync_session.info.setdefault(_THREADS_LOCKED, set())
-        if thread.id in locked:
-            return
-        # NO KEY UPDATE: concurrent inserts that only reference the thread are not blocked.
-        await session.flush()
-        await session.refresh(thread, with_for_update={"key_share": True})
-        locked.add(thread.id)
 
     async def lock_bot(self, session: AsyncSession, bot_id: str) -> None:
         # NO KEY UPDATE: serialises claimers of this bot without blocking the foreign-key checks

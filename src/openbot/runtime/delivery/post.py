@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import datetime
+from typing import Any, cast
 
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm.attributes import set_committed_value
 
-from openbot.core.errors import InvalidArgument
+from openbot.core.errors import InvalidArgument, NotFound
 from openbot.core.ids import new_id
 from openbot.core.mentions import parse_mentions
 from openbot.core.routing import ActorKind, RouteInput, RoutePlan, plan_route
@@ -25,7 +28,7 @@ from openbot.runtime.delivery.recipients import Recipients, load_recipients, ref
 from openbot.runtime.engagement import record as engagement
 from openbot.runtime.views import MessageView, UnknownMention, message_view
 from openbot.store import fast
-from openbot.store.db import dialect, now
+from openbot.store.db import now
 from openbot.store.journal import append_event, log_activity
 from openbot.store.models import Actor, Message, Thread, ThreadParticipant
 
@@ -84,7 +87,7 @@ class Delivery:
         run_id: str | None,
         metadata: dict[str, Any] | None,
     ) -> tuple[PostResult, list[notices.Notice]]:
-        await dialect(session).lock_thread(session, thread)
+        given, thread = thread, await _lock(session, thread.id)
         is_bot = sender is not None and sender.kind == ActorKind.BOT
         mentions = tuple(parse_mentions(content))
         found = await load_recipients(
@@ -115,6 +118,7 @@ class Delivery:
             )
         pending = await self._refusals(session, thread, plan, found, message, sender)
         unknown = await report_unknown(session, thread, message, plan.unknown, sender)
+        await _touch(session, given, message.created_at, _notified(thread.hop_limit_notified, plan))
         return PostResult(message, view, [b.handle for b in woken], list(plan.held), unknown), pending
 
     async def _route_input(
@@ -179,9 +183,6 @@ class Delivery:
             joining.append(sender.id)  # whoever posts takes part, and so gets questions and replies
         joined = [ThreadParticipant(thread_id=thread.id, actor_id=a, joined_at=stamp) for a in joining]
         await fast.insert(session, message, *joined)
-        thread.last_message_at = stamp
-        if plan.reset_hop_notice:
-            thread.hop_limit_notified = False
         return message
 
     def _log_posted(
@@ -239,6 +240,45 @@ class Delivery:
                 detail={"hop": message.hop, "max_hops": self.max_hops, "dropped": list(plan.hop_limited)},
             )
         if plan.post_hop_notice:
-            thread.hop_limit_notified = True
             pending.append(notices.hop_limit(self.max_hops, message.hop))
         return pending
+
+
+# The thread as a post must see it: read fresh in the post's transaction and, on PostgreSQL,
+# locked (NO KEY UPDATE: concurrent inserts that only reference the thread are not blocked), so
+# posts to one thread serialise and read participants and the hop-limit flag fresh. SQLite
+# serialises every writer at BEGIN IMMEDIATE and renders no lock clause.
+_THREAD = fast.Sql(
+    select(*fast.table_of(Thread).columns)
+    .where(Thread.id == bindparam("thread_id"))
+    .with_for_update(key_share=True)
+)
+_TOUCH = fast.Sql(
+    update(Thread)
+    .where(Thread.id == bindparam("thread_id"))
+    .values(last_message_at=bindparam("stamp"), hop_limit_notified=bindparam("notified"))
+)
+
+
+async def _lock(session: AsyncSession, thread_id: str) -> Thread:
+    row = await fast.first(session, _THREAD, {"thread_id": thread_id})
+    if row is None:
+        raise NotFound(f"thread {thread_id} not found", {"thread_id": thread_id})
+    return cast(Thread, row)  # a record with the Thread's attributes, read only
+
+
+def _notified(before: bool, plan: RoutePlan) -> bool:
+    """The thread's hop-limit flag after this post: cleared by a post under the limit, set by the
+    notice that the limit was reached."""
+    if plan.post_hop_notice:
+        return True
+    return False if plan.reset_hop_notice else before
+
+
+async def _touch(session: AsyncSession, thread: Thread, stamp: datetime, notified: bool) -> None:
+    """Write the post's changes to the thread, and to the caller's object if the session tracks it
+    (as committed values: the row already has them)."""
+    await fast.execute(session, _TOUCH, {"thread_id": thread.id, "stamp": stamp, "notified": notified})
+    if isinstance(thread, Thread):
+        set_committed_value(thread, "last_message_at", stamp)
+        set_committed_value(thread, "hop_limit_notified", notified)
