@@ -336,3 +336,28 @@ async def insert_rows(
         text = shape.sql(len(chunk), returning)
         keys.extend(sorted(row[0] for row in await _run(driver, text, params)))
     return keys
+
+
+class Columns:
+    """An ORM class's columns under a prefix, to read several tables' rows in one statement and
+    take each back out as a record with the class's own attribute names."""
+
+    def __init__(self, entity: Any, prefix: str) -> None:
+        from sqlalchemy import inspect as sa_inspect
+
+        mapper = sa_inspect(entity)
+        props = list(mapper.column_attrs)
+        self.prefix = prefix
+        self.columns = [p.columns[0].label(f"{prefix}{p.key}") for p in props]
+        self.keys = [p.key for p in props]
+        self._record = _record_type(self.keys)
+
+    def of(self, row: Record) -> Any:
+        """This class's part of ``row``, as a record (None when an outer join found nothing)."""
+        start = row._index[self.prefix + self.keys[0]]
+        values = row[start : start + len(self.keys)]
+        return None if all(v is None for v in values) else self._record(values)
+
+    def values(self, row: Record) -> dict[str, Any]:
+        start = row._index[self.prefix + self.keys[0]]
+        return dict(zip(self.keys, row[start : start + len(self.keys)], strict=True))

@@ -14,6 +14,7 @@ from openbot.core.scheduling import ItemKind
 from openbot.core.states import HoldStatus
 from openbot.runtime import notices
 from openbot.runtime.delivery.inbox import enqueue, queued_mail
+from openbot.store import fast
 from openbot.store.db import now
 from openbot.store.journal import log_activity
 from openbot.store.models import Actor, HeldHandoff, Message
@@ -71,12 +72,26 @@ _PENDING = select(HeldHandoff).where(
 )
 
 
+_ANY_PENDING = fast.Sql(
+    select(HeldHandoff.id)
+    .where(
+        HeldHandoff.thread_id == bindparam("thread_id"),
+        HeldHandoff.sender_id == bindparam("sender_id"),
+        HeldHandoff.status == HoldStatus.PENDING,
+    )
+    .limit(1)
+)
+
+
 async def release_holds(session: AsyncSession, bot: Actor, thread_id: str) -> list[str]:
     """Deliver the sender's pending holds in a thread once its queue there is empty.
 
     Returns the ids of the bots woken. Called after every run of ``bot`` settles and at recovery.
     """
-    holds = list(await session.scalars(_PENDING, {"thread_id": thread_id, "sender_id": bot.id}))
+    ids = {"thread_id": thread_id, "sender_id": bot.id}
+    if not await fast.execute(session, _ANY_PENDING, ids):  # the common case: nothing held
+        return []
+    holds = list(await session.scalars(_PENDING, ids))
     if not holds or await queued_mail(session, bot.id, thread_id):
         return []
     woken: list[str] = []

@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import bindparam, delete, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from openbot.store import fast
 from openbot.store.db import now
 from openbot.store.models import PendingReflection
 
@@ -33,7 +34,7 @@ _STAMP = PendingReflection.last_run_at.type
 
 # Built once: it runs in every completed run's finish transaction. The SELECT finds the bot's
 # profile only when its memory is enabled, so a bot without memory writes nothing.
-_SCHEDULE = text(
+_SCHEDULE = fast.Sql(text(
     "INSERT INTO pending_reflections "
     "(bot_id, thread_id, from_message_id, runs, last_run_at, lease_until, attempts, created_at) "
     "SELECT CAST(:bot_id AS VARCHAR(40)), CAST(:thread_id AS VARCHAR(40)), "
@@ -41,7 +42,7 @@ _SCHEDULE = text(
     "FROM bot_profiles WHERE actor_id = CAST(:bot_id AS VARCHAR(40)) AND memory_enabled "
     "ON CONFLICT (bot_id, thread_id) DO UPDATE SET "
     "last_run_at = excluded.last_run_at, runs = pending_reflections.runs + 1"
-).bindparams(bindparam("stamp", type_=_STAMP))
+).bindparams(bindparam("stamp", type_=_STAMP)))
 
 _DUE = (
     select(PendingReflection.bot_id, PendingReflection.thread_id)
@@ -72,7 +73,7 @@ class Taken:
 async def schedule(session: AsyncSession, bot_id: str, thread_id: str, from_message_id: str | None) -> None:
     """Owe a reflection for (bot, thread), due after the delay (one statement, in the run's end)."""
     params = {"bot_id": bot_id, "thread_id": thread_id, "from_message_id": from_message_id}
-    await session.execute(_SCHEDULE, {**params, "stamp": now(session)})
+    await fast.execute(session, _SCHEDULE, {**params, "stamp": now(session)})
 
 
 async def due(session: AsyncSession, delay: float, limit: int = 20) -> list[tuple[str, str]]:

@@ -24,17 +24,17 @@ from openbot.runtime.delivery.post import Delivery
 from openbot.runtime.memory import pending
 from openbot.runtime.memory.context import record
 from openbot.runtime.runs.claim import Claim
-from openbot.runtime.runs.events import add_run_event, fenced, journal_run, log_run, move
+from openbot.runtime.runs.events import add_run_event, fenced, journal_run, log_run, move, save
+from openbot.store import fast
 from openbot.store.db import now
 from openbot.store.models import Actor, InboxItem, PreparedContext, Run, Thread, ThreadParticipant
 
-_SETTLE = (
+_SETTLE = fast.Sql(
     update(InboxItem)
     .where(
         InboxItem.id.in_(bindparam("ids", expanding=True)), InboxItem.status == ItemStatus.PROCESSING
     )
     .values(status=bindparam("status"), updated_at=bindparam("stamp", type_=InboxItem.updated_at.type))
-    .execution_options(synchronize_session=False)
 )
 
 
@@ -61,11 +61,13 @@ async def finish(session: AsyncSession, claim: Claim, outcome: Outcome, delivery
         await record(session, outcome.context)
     if outcome.interrupt is not None:
         await _pause(session, run, bot, thread, claim.item_ids, outcome.interrupt)
+        await save(session, run)
         return []
     if outcome.error is not None:
         await _fail(session, run, bot, thread, claim.item_ids, outcome.error, delivery)
     else:
         await _complete(session, run, bot, thread, claim.item_ids, outcome.reply, delivery)
+    await save(session, run)
     return await release_holds(session, bot, thread.id)
 
 
@@ -150,7 +152,7 @@ async def _complete(
 async def settle(session: AsyncSession, item_ids: Sequence[str], status: ItemStatus, stamp: datetime) -> None:
     """Settle the claim's items that are still processing, in one UPDATE."""
     target = check(ItemStatus, ItemStatus.PROCESSING, status)
-    await session.execute(_SETTLE, {"ids": list(item_ids), "status": target, "stamp": stamp})
+    await fast.execute(session, _SETTLE, {"ids": list(item_ids), "status": target, "stamp": stamp})
 
 
 async def _ask_humans(session: AsyncSession, run: Run, thread: Thread) -> None:
