@@ -92,7 +92,7 @@ class DbCounter:
         fast.statement_listeners.append(self._sent)
         return self
 
-    def _sent(self) -> None:
+    def _sent(self, *_statement: Any) -> None:
         self.counts.update(["statements"])
 
     def __exit__(self, *_exc: object) -> None:

@@ -80,7 +80,7 @@ class Dialect:
             chunk = rows[start : start + _CHUNK]
             params = [value for row in chunk for value in shape.values(row)]
             ids = sorted(row[0] for row in driver.execute(shape.sql(len(chunk)), params))
-            fast.sent()
+            fast.sent(shape.sql(len(chunk)), params)
             for row, id_ in zip(chunk, ids, strict=True):
                 row.id = id_  # type: ignore[attr-defined]
 
@@ -263,4 +263,4 @@ def _configure_sqlite(engine: AsyncEngine, *, immediate: bool) -> None:
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(conn: Any) -> None:
         _sqlite(conn.connection.driver_connection).execute(begin)
-        fast.sent()
+        fast.sent(begin)

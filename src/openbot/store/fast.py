@@ -36,15 +36,15 @@ _DRIVER = "openbot_driver"  # (transaction, driver connection) of the session's 
 
 Processor = Callable[[Any], Any]
 
-#: Called once per statement sent to a driver here (the benchmarks count statements with it;
-#: SQLAlchemy's own ``before_cursor_execute`` does not see these).
-statement_listeners: list[Callable[[], None]] = []
+#: Called with the SQL and parameters of every statement sent to a driver here (the benchmarks
+#: count statements with it; SQLAlchemy's own ``before_cursor_execute`` does not see these).
+statement_listeners: list[Callable[[str, Any], None]] = []
 
 
-def sent() -> None:
-    """Tell the statement listeners that one more statement went to a driver."""
+def sent(sql: str, params: Any = ()) -> None:
+    """Tell the statement listeners that a statement went to a driver."""
     for listener in statement_listeners:
-        listener()
+        listener(sql, params)
 
 
 class Record(tuple[Any, ...]):
@@ -167,7 +167,7 @@ def _dialect(session: AsyncSession) -> SADialect:
 async def _run(driver: Any, text: str, params: Any) -> Sequence[Sequence[Any]]:
     """One statement on the driver; its rows, if it returns any."""
     if statement_listeners:
-        sent()
+        sent(text, params)
     plain = sqlite_of(driver)
     if plain is not None:  # synchronous: no thread hop (store.inline_sqlite)
         cursor = plain.execute(text, params)

@@ -30,6 +30,7 @@ from openbot.runtime.runs.claim import Claim
 from openbot.runtime.runs.resume import resume_payload
 from openbot.runtime.tools.memory import MEMORY_TOOLS
 from openbot.runtime.tools.registry import BUILTIN_TOOLS, workspace_tools
+from openbot.store import fast
 from openbot.store.db import Database
 from openbot.store.models import Actor, BotProfile, Message, Run, Thread, ThreadParticipant, TodoList
 
@@ -144,8 +145,15 @@ def _todos(todo: TodoList | None) -> list[dict[str, Any]]:
 # The hot statements are built once; a run binds its ids (building a statement costs more than
 # SQLite takes to run it).
 _DEFAULT = aliased(Actor)
-_HEAD = (
-    select(Actor, BotProfile, Thread, TodoList, _DEFAULT)
+_BOT = fast.Columns(Actor, "bot_")
+_PROFILE = fast.Columns(BotProfile, "profile_")
+_THREAD = fast.Columns(Thread, "thread_")
+_TODO = fast.Columns(TodoList, "todo_")
+# Rows are records with the ORM classes' attribute names (read only; the session tracks none).
+_HEAD = fast.Sql(
+    select(*_BOT.columns, *_PROFILE.columns, *_THREAD.columns, *_TODO.columns)
+    .add_columns(_DEFAULT.handle.label("default"))
+    .select_from(Actor)
     .join(BotProfile, BotProfile.actor_id == Actor.id)
     .join(Thread, Thread.id == bindparam("thread_id"))
     .outerjoin(TodoList, (TodoList.thread_id == Thread.id) & (TodoList.bot_id == Actor.id))
@@ -153,8 +161,8 @@ _HEAD = (
     .where(Actor.id == bindparam("bot_id"))
 )
 # The thread's participants (whatever their state) and every enabled bot (the roster), in one read.
-_PEOPLE = (
-    select(Actor, ThreadParticipant.joined_at, BotProfile.description)
+_PEOPLE = fast.Sql(
+    select(*fast.table_of(Actor).columns, ThreadParticipant.joined_at, BotProfile.description)
     .outerjoin(
         ThreadParticipant,
         (ThreadParticipant.actor_id == Actor.id) & (ThreadParticipant.thread_id == bindparam("thread_id")),
@@ -182,34 +190,41 @@ def _page(*, scoped: bool, paged: bool) -> Select[str, str | None, str, list[str
 
 
 _BOTH = [(False, False), (False, True), (True, False), (True, True)]
-_PAGES = {(scoped, paged): _page(scoped=scoped, paged=paged) for scoped, paged in _BOTH}
-_BY_ID = (
+_PAGES = {(scoped, paged): fast.Sql(_page(scoped=scoped, paged=paged)) for scoped, paged in _BOTH}
+_BY_ID = fast.Sql(
     select(*_COLUMNS)
     .where(Message.thread_id == bindparam("thread_id"), Message.id.in_(bindparam("ids", expanding=True)))
     .order_by(Message.id)
 )
-_COUNT = select(func.count()).select_from(
-    select(Message.id).where(Message.thread_id == bindparam("thread_id")).limit(bindparam("upto")).subquery()
+_COUNT = fast.Sql(
+    select(func.count()).select_from(
+        select(Message.id)
+        .where(Message.thread_id == bindparam("thread_id"))
+        .limit(bindparam("upto"))
+        .subquery()
+    )
 )
 
 
 async def _read(s: AsyncSession, settings: Settings, claim: Claim) -> _Reads:
     ids = {"bot_id": claim.bot_id, "thread_id": claim.thread_id}
-    row = (await s.execute(_HEAD, ids)).one_or_none()
+    row = await fast.first(s, _HEAD, ids)
     if row is None:
         raise NotFound(f"the bot or thread of run {claim.run_id} is gone", {"run_id": claim.run_id})
-    bot, profile, thread, todo, default_bot = row
-    everyone = (await s.execute(_PEOPLE, ids)).all()
-    people = [a for a, joined, _d in sorted((r for r in everyone if r[1] is not None), key=lambda r: r[1])]
-    roster = sorted(
-        (RosterEntry(a.handle, a.name, d or "") for a, _j, d in everyone if _listed(a) and a.id != bot.id),
-        key=lambda e: e.handle,
-    )
-    default_handle = default_bot.handle if default_bot else "chief_of_staff"
+    bot, profile, thread, todo = _BOT.of(row), _PROFILE.of(row), _THREAD.of(row), _TODO.of(row)
+    everyone = await fast.execute(s, _PEOPLE, ids)
+    people = sorted((r for r in everyone if r.joined_at is not None), key=lambda r: r.joined_at)
+    listed = [a for a in everyone if _listed(a) and a.id != bot.id]
+    roster = sorted((RosterEntry(a.handle, a.name, a.description or "") for a in listed), key=_by_handle)
+    default_handle = row.default or "chief_of_staff"
     scoped = is_scoped(bot.handle, default_handle, [a.handle for a in people if a.kind == "bot"])
     handles = {a.id: a.handle for a in people}
     window = await _read_window(s, settings, claim, bot, scoped, handles)
     return _Reads(bot, profile, thread, todo, default_handle, people, scoped, window, roster)
+
+
+def _by_handle(entry: RosterEntry) -> str:
+    return entry.handle
 
 
 def _listed(actor: Actor) -> bool:
@@ -237,7 +252,7 @@ async def _read_window(
     while True:
         if newest:
             params["before"] = newest[0].id
-        page = (await s.execute(_PAGES[scoped_sql, bool(newest)], params)).all()
+        page = await fast.execute(s, _PAGES[scoped_sql, bool(newest)], params)
         first_page = first_page or len(page)
         newest[:0] = await _messages(s, reversed(page), handles)
         closed = window_closed(
@@ -256,7 +271,8 @@ async def _read_window(
     if not scoped_sql and first_page < page_size:
         size = first_page  # the first page held the whole thread: nothing to count
     else:
-        size = int(await s.scalar(_COUNT, {"thread_id": claim.thread_id, "upto": cap + 1}) or 0)
+        counted = await fast.execute(s, _COUNT, {"thread_id": claim.thread_id, "upto": cap + 1})
+        size = int(counted[0][0] or 0)
     return _Window(newest, earlier + [m for m in newest if m.id in triggers], size, size > cap)
 
 
@@ -265,7 +281,7 @@ async def _by_id(
 ) -> list[HistoryMessage]:
     if not ids:
         return []
-    rows = (await s.execute(_BY_ID, {"thread_id": thread_id, "ids": sorted(ids)})).all()
+    rows = await fast.execute(s, _BY_ID, {"thread_id": thread_id, "ids": sorted(ids)})
     return await _messages(s, rows, handles)
 
 
