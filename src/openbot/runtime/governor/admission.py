@@ -13,24 +13,31 @@ from dataclasses import dataclass
 from datetime import datetime
 from itertools import groupby
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from openbot.core.governor import Mail, govern, run_time_limit, stale_bound
 from openbot.core.scheduling import ItemKind
 from openbot.core.states import ItemStatus, check
 from openbot.runtime.governor.disposals import Reason, record_disposal
+from openbot.store import fast
 from openbot.store.models import Actor, BotProfile, InboxItem, Message, Thread
 
 MAX_SCAN = 1000  # queued items read per claim (a bot's max_queued is at most this)
-# Built once; a claim binds the bot. Each item with its message's hop and mentions and its thread's kind.
-_QUEUED = (
-    select(InboxItem, Message.hop, Message.mentions, Thread.kind)
+# Built once; a claim binds the bot. Each item (a record) with its message's hop and mentions and
+# its thread's kind.
+_QUEUED = fast.Sql(
+    select(*fast.table_of(InboxItem).columns, Message.hop, Message.mentions, Thread.kind.label("thread_kind"))
     .join(Thread, Thread.id == InboxItem.thread_id)
     .outerjoin(Message, Message.id == InboxItem.message_id)
     .where(InboxItem.actor_id == bindparam("bot_id"), InboxItem.status == ItemStatus.QUEUED)
     .order_by(InboxItem.id)
     .limit(MAX_SCAN)
+)
+_CANCEL = fast.Sql(
+    update(InboxItem)
+    .where(InboxItem.id.in_(bindparam("ids", expanding=True)), InboxItem.status == ItemStatus.QUEUED)
+    .values(status=ItemStatus.CANCELLED, updated_at=bindparam("stamp", type_=InboxItem.updated_at.type))
 )
 
 
@@ -48,7 +55,7 @@ class Admission:
 class QueuedRow:
     """A queued item with what the governor needs of its thread and message."""
 
-    item: InboxItem
+    item: InboxItem  # a record with the item's attributes, as read (read only)
     hop: int | None
     channel: bool
     mentions: Sequence[str]
@@ -57,11 +64,11 @@ class QueuedRow:
 async def read_queue(session: AsyncSession, bot_id: str) -> list[QueuedRow]:
     """The bot's queued items, oldest first, each with its message's hop and mentions (None and
     none for run items) and whether its thread is a channel: one read."""
-    loaded = (await session.execute(_QUEUED, {"bot_id": bot_id})).all()
-    return [QueuedRow(item, hop, kind == "channel", mentions or ()) for item, hop, mentions, kind in loaded]
+    loaded = await fast.execute(session, _QUEUED, {"bot_id": bot_id})
+    return [QueuedRow(row, row.hop, row.thread_kind == "channel", row.mentions or ()) for row in loaded]
 
 
-def retire(
+async def retire(
     session: AsyncSession,
     bot: Actor,
     profile: BotProfile,
@@ -86,14 +93,14 @@ def retire(
     if not verdict.dropped:
         return list(rows)
     by_id = {row.item.id: row.item for row in rows}
-    _dispose(session, bot, verdict.stale, by_id, stamp, Reason.STALE, bound=bound, depth=verdict.depth)
-    _dispose(
+    await _dispose(session, bot, verdict.stale, by_id, stamp, Reason.STALE, bound=bound, depth=verdict.depth)
+    await _dispose(
         session, bot, verdict.shed, by_id, stamp, Reason.SHED, bound=profile.max_queued, depth=verdict.depth
     )
     return [row for row in rows if row.item.id not in verdict.dropped]
 
 
-def _dispose(
+async def _dispose(
     session: AsyncSession,
     bot: Actor,
     dropped: Sequence[Mail],
@@ -108,9 +115,8 @@ def _dispose(
     for thread_id, group in groupby(sorted(dropped, key=lambda m: m.thread_id), key=lambda m: m.thread_id):
         mails = list(group)
         for mail in mails:
-            item = items[mail.id]
-            item.status = check(ItemStatus, item.status, ItemStatus.CANCELLED)
-            item.updated_at = stamp
+            check(ItemStatus, items[mail.id].status, ItemStatus.CANCELLED)
+        await fast.execute(session, _CANCEL, {"ids": [m.id for m in mails], "stamp": stamp})
         record_disposal(
             session,
             bot=bot,
@@ -133,13 +139,14 @@ def note_collapse(
     stamp: datetime,
 ) -> None:
     """A recovered backlog (mail re-queued by recovery, or queued before this process started)
-    of several triggers in one thread became one run: record how many collapsed into it. Called
-    after the claim leased the items (a re-queued item has been attempted before this claim)."""
+    of several triggers in one thread became one run: record how many collapsed into it. The
+    items are as the claim read them, before it leased them: an item attempted before has
+    ``attempts`` above 0."""
     messages = [item for item in items if item.kind == ItemKind.MESSAGE]
     if len(messages) < 2:
         return
     before = admission.backlog_before
-    if not any(item.attempts > 1 or (before is not None and item.created_at < before) for item in messages):
+    if not any(item.attempts > 0 or (before is not None and item.created_at < before) for item in messages):
         return
     oldest = min(item.created_at for item in messages)
     record_disposal(

@@ -43,7 +43,7 @@ async def shed_overflow(system: ActorSystem) -> list[str]:
             if bot is None or profile is None:
                 continue
             queued = await read_queue(s, bot_id)
-            kept = retire(s, bot, profile, queued, system.admission, now(s))
+            kept = await retire(s, bot, profile, queued, system.admission, now(s))
             if len(kept) < len(queued):
                 shed.append(bot_id)
     return shed

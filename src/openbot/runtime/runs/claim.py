@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from openbot.core.ids import new_id
@@ -19,16 +19,37 @@ from openbot.core.scheduling import Batch, ItemKind, QueuedItem, pick
 from openbot.core.states import ACTIVE_RUNS, IN_FLIGHT_RUNS, ItemStatus, RunStatus, check
 from openbot.runtime.governor.admission import Admission, note_collapse, read_queue, retire
 from openbot.runtime.runs.events import journal_run, log_run, move
+from openbot.store import fast
 from openbot.store.db import dialect, now
 from openbot.store.models import Actor, BotProfile, InboxItem, Run
 
 # Built once (building a statement costs more than SQLite takes to run it); a claim binds the bot.
 # The bot, its profile and its active runs (one row each, or one row of NULLs): one read.
-_BOT = (
-    select(Actor, BotProfile, Run.thread_id, Run.status)
+_ACTOR = fast.Columns(Actor, "bot_")
+_PROFILE = fast.Columns(BotProfile, "profile_")
+_BOT = fast.Sql(
+    select(*_ACTOR.columns, *_PROFILE.columns)
+    .add_columns(Run.thread_id.label("run_thread"), Run.status.label("run_status"))
+    .select_from(Actor)
     .join(BotProfile, BotProfile.actor_id == Actor.id)
     .outerjoin(Run, (Run.bot_id == Actor.id) & Run.status.in_(ACTIVE_RUNS))
     .where(Actor.id == bindparam("bot_id"))
+)
+# The batch's items become the run's: one UPDATE (the claim checked each is still queued).
+_LEASE = fast.Sql(
+    update(InboxItem)
+    .where(InboxItem.id.in_(bindparam("ids", expanding=True)))
+    .values(
+        status=ItemStatus.PROCESSING,
+        attempts=InboxItem.attempts + 1,
+        claimed_by_run=bindparam("run_id"),
+        updated_at=bindparam("stamp", type_=InboxItem.updated_at.type),
+    )
+)
+_CANCEL_ONE = fast.Sql(
+    update(InboxItem)
+    .where(InboxItem.id == bindparam("item_id"))
+    .values(status=ItemStatus.CANCELLED, updated_at=bindparam("stamp", type_=InboxItem.updated_at.type))
 )
 
 
@@ -52,17 +73,17 @@ async def claim_next(
     """Retire what the governor drops, pick the bot's next batch and turn it into a running run,
     or return None."""
     await dialect(session).lock_bot(session, bot_id)
-    rows = (await session.execute(_BOT, {"bot_id": bot_id})).all()
-    if not rows or rows[0][0].deleted or not rows[0][0].enabled:
+    rows = await fast.execute(session, _BOT, {"bot_id": bot_id})
+    if not rows or rows[0].bot_deleted or not rows[0].bot_enabled:
         return None
-    bot, profile = rows[0][0], rows[0][1]
+    bot, profile = _ACTOR.of(rows[0]), _PROFILE.of(rows[0])
     ceiling = max(1, profile.max_parallel_threads)
-    active = [(thread_id, status) for _b, _p, thread_id, status in rows if thread_id is not None]
+    active = [(row.run_thread, row.run_status) for row in rows if row.run_thread is not None]
     in_flight = frozenset(t for t, s in active if s in IN_FLIGHT_RUNS)
     if len(in_flight) >= ceiling:
         return None
     parked = frozenset(t for t, s in active if s == RunStatus.WAITING_HUMAN)
-    queued = retire(session, bot, profile, await read_queue(session, bot.id), admission, now(session))
+    queued = await retire(session, bot, profile, await read_queue(session, bot.id), admission, now(session))
     items, hops = [row.item for row in queued], {row.item.id: row.hop for row in queued}
     batch = pick(
         [QueuedItem(i.id, ItemKind(i.kind), i.thread_id, i.created_at.timestamp(), i.run_id) for i in items],
@@ -76,10 +97,9 @@ async def claim_next(
     run = await _start(session, bot, batch, taken, hops)
     if run is None:
         return None
-    _lease(session, run, taken, owner, lease_seconds)
+    await _lease(session, run, taken, owner, lease_seconds, new=not batch.is_resume)
     if not batch.is_resume:
         note_collapse(session, bot, run.id, taken, admission, now(session))
-    await session.flush()
     journal_run(session, run, bot.handle)
     _log_claim(session, bot, run, taken, batch.is_resume)
     return Claim(
@@ -96,17 +116,21 @@ async def claim_next(
     )
 
 
-def _lease(session: AsyncSession, run: Run, items: Sequence[InboxItem], owner: str, seconds: float) -> None:
-    """The run is ours until the lease expires (a new token fences off any previous owner)."""
+async def _lease(
+    session: AsyncSession, run: Run, items: Sequence[InboxItem], owner: str, seconds: float, *, new: bool
+) -> None:
+    """The run is ours until the lease expires (a new token fences off any previous owner).
+
+    A new run is written here, leased; a resumed one is the session's and is flushed with it."""
     stamp = now(session)
     run.lease_owner = owner
     run.lease_token += 1
     run.lease_expires_at = stamp + timedelta(seconds=seconds)
+    if new:
+        await fast.insert(session, run)
     for item in items:
-        item.status = check(ItemStatus, item.status, ItemStatus.PROCESSING)
-        item.attempts += 1
-        item.claimed_by_run = run.id
-        item.updated_at = stamp
+        check(ItemStatus, item.status, ItemStatus.PROCESSING)
+    await fast.execute(session, _LEASE, {"ids": [i.id for i in items], "run_id": run.id, "stamp": stamp})
 
 
 def _log_claim(session: AsyncSession, bot: Actor, run: Run, items: Sequence[InboxItem], resume: bool) -> None:
@@ -129,14 +153,12 @@ async def _start(
     if batch.is_resume:
         run = await session.get(Run, items[0].run_id)
         if run is None or run.status != RunStatus.WAITING_HUMAN:
-            items[0].status = check(ItemStatus, items[0].status, ItemStatus.CANCELLED)
-            items[0].updated_at = stamp
+            check(ItemStatus, items[0].status, ItemStatus.CANCELLED)
+            await fast.execute(session, _CANCEL_ONE, {"item_id": items[0].id, "stamp": stamp})
             return None
         move(run, RunStatus.RUNNING)
         return run
-    run = _new_run(bot, batch, items, hops, stamp)
-    session.add(run)
-    return run
+    return _new_run(bot, batch, items, hops, stamp)
 
 
 def _new_run(
