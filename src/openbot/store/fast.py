@@ -75,6 +75,7 @@ class _Compiled:
     expanding: bool
     compiled: SQLCompiler
     fixed: dict[str, Any]  # values bound in the statement itself (literals in a WHERE clause)
+    converted: tuple[tuple[int, Processor], ...]  # the result columns that need converting
 
 
 class Sql:
@@ -105,7 +106,10 @@ def _compile(statement: ClauseElement, dialect: SADialect) -> _Compiled:
     record = _record_type([column[0] for column in columns]) if columns else None
     expanding = any(bind.expanding for bind in compiled.binds.values())
     fixed = {name: bind.effective_value for name, bind in by_name.items() if not bind.required}
-    return _Compiled(compiled.string, named, order, binds, results, record, expanding, compiled, fixed)
+    converted = tuple((i, p) for i, p in enumerate(results) if p is not None)
+    return _Compiled(
+        compiled.string, named, order, binds, results, record, expanding, compiled, fixed, converted
+    )
 
 
 def _bind_processor(type_: Any, dialect: SADialect) -> Processor | None:
@@ -133,10 +137,10 @@ def _params(compiled: _Compiled, params: Mapping[str, Any]) -> tuple[str, Any]:
             processors[n](values[n]) if n in processors and values[n] is not None else values[n]
             for n in names
         ]
-    out = [
-        (process(value) if process is not None and value is not None else value)
-        for process, value in zip(compiled.binds, (params[name] for name in compiled.order), strict=True)
-    ]
+    out = [params[name] for name in compiled.order]
+    for i, process in enumerate(compiled.binds):
+        if process is not None and out[i] is not None:
+            out[i] = process(out[i])
     if compiled.named:
         return compiled.sql, dict(zip(compiled.order, out, strict=True))
     return compiled.sql, out
@@ -146,16 +150,17 @@ def _rows(compiled: _Compiled, raw: Iterable[Sequence[Any]]) -> list[Any]:
     record = compiled.record
     if record is None:
         return []
-    results = compiled.results
-    if not any(results):
+    converted = compiled.converted
+    if not converted:
         return [record(row) for row in raw]
-    return [
-        record(
-            value if process is None or value is None else process(value)
-            for process, value in zip(results, row, strict=True)
-        )
-        for row in raw
-    ]
+    out = []
+    for row in raw:
+        values = list(row)
+        for i, process in converted:
+            if values[i] is not None:
+                values[i] = process(values[i])
+        out.append(record(values))
+    return out
 
 
 def _dialect(session: AsyncSession) -> SADialect:
@@ -195,8 +200,7 @@ async def execute(session: AsyncSession, sql: Sql, params: Mapping[str, Any] | N
 
     Pending ORM work is flushed first, so the statement sees everything the unit wrote before it.
     """
-    sync = session.sync_session
-    if sync.new or sync.dirty or sync.deleted:
+    if not session.sync_session._is_clean():
         await session.flush()
     driver = await _driver(session)
     compiled = sql.compiled(_dialect(session))
@@ -321,8 +325,7 @@ async def insert_rows(
     lock; PostgreSQL draws them from the sequence in VALUES order too: sorted keys match the rows."""
     if not rows:
         return []
-    sync = session.sync_session
-    if sync.new or sync.dirty or sync.deleted:
+    if not session.sync_session._is_clean():
         await session.flush()
     driver = await _driver(session)
     dialect = _dialect(session)

@@ -73,10 +73,10 @@ async def queued_mail(session: AsyncSession, actor_id: str, thread_id: str) -> i
 
 async def has_mail(session: AsyncSession, bot_id: str) -> bool:
     """Whether the bot has anything queued at all (worth waking its worker for)."""
-    return await session.scalar(_HAS_MAIL, {"bot_id": bot_id}) is not None
+    return bool(await fast.execute(session, _HAS_MAIL, {"bot_id": bot_id}))
 
 
-_HAS_MAIL = (
+_HAS_MAIL = fast.Sql(
     select(InboxItem.id)
     .where(InboxItem.actor_id == bindparam("bot_id"), InboxItem.status == ItemStatus.QUEUED)
     .limit(1)

@@ -40,10 +40,13 @@ def ref(actor: Actor) -> ActorRef:
     return ActorRef(handle=actor.handle, kind=ActorKind(actor.kind), enabled=actor.enabled)
 
 
+#: What routing reads of an actor (records of these stand in for Actor objects, read only).
+ACTOR_COLUMNS = (Actor.id, Actor.kind, Actor.handle, Actor.name, Actor.enabled, Actor.deleted)
+
 # Built once (building costs more than SQLite takes to run it); a post binds its thread and names.
 _TP = ThreadParticipant
 _RECIPIENTS = (
-    select(*fast.table_of(Actor).columns, _TP.actor_id.label("participant"))
+    select(*ACTOR_COLUMNS, _TP.actor_id.label("participant"))
     .outerjoin(_TP, (_TP.actor_id == Actor.id) & (_TP.thread_id == bindparam("thread_id")))
     .where(
         or_(

@@ -25,6 +25,7 @@ from openbot.core.errors import NotFound
 from openbot.core.history import HistoryMessage, Role, is_scoped, unroll, window_closed, window_rows
 from openbot.core.mentions import is_valid_handle
 from openbot.core.prompt import PromptInput, RosterEntry, render_system_prompt
+from openbot.runtime.delivery.recipients import ACTOR_COLUMNS
 from openbot.runtime.memory.store import Hit, relevant
 from openbot.runtime.runs.claim import Claim
 from openbot.runtime.runs.resume import resume_payload
@@ -162,7 +163,7 @@ _HEAD = fast.Sql(
 )
 # The thread's participants (whatever their state) and every enabled bot (the roster), in one read.
 _PEOPLE = fast.Sql(
-    select(*fast.table_of(Actor).columns, ThreadParticipant.joined_at, BotProfile.description)
+    select(*ACTOR_COLUMNS, ThreadParticipant.joined_at, BotProfile.description)
     .outerjoin(
         ThreadParticipant,
         (ThreadParticipant.actor_id == Actor.id) & (ThreadParticipant.thread_id == bindparam("thread_id")),
