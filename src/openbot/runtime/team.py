@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from openbot.core.errors import Conflict, InvalidArgument, NotFound
@@ -18,6 +18,7 @@ from openbot.runtime.governor.disposals import Reason, dispose_queued
 from openbot.runtime.runner.scripted import validate_script
 from openbot.runtime.runner.scripted_jobs import validate_jobs
 from openbot.runtime.views import bot_view
+from openbot.store import fast
 from openbot.store.db import now
 from openbot.store.journal import append_event, log_activity
 from openbot.store.models import Actor, BotProfile, ExternalProfile, Run
@@ -89,6 +90,19 @@ async def get_actor(session: AsyncSession, handle: str, *, kind: str | None = No
     if actor is None or (kind and actor.kind != kind):
         raise NotFound(f"no {kind or 'actor'} @{handle}", {"handle": handle})
     return actor
+
+
+_ACTOR_ROW = fast.Sql(
+    select(*fast.table_of(Actor).columns).where(Actor.handle == bindparam("handle"), Actor.deleted.is_(False))
+)
+
+
+async def actor_row(session: AsyncSession, handle: str) -> Actor:
+    """:func:`get_actor` on the fast path: a read-only record with the Actor's attributes."""
+    actor = await fast.first(session, _ACTOR_ROW, {"handle": handle})
+    if actor is None:
+        raise NotFound(f"no actor @{handle}", {"handle": handle})
+    return cast(Actor, actor)
 
 
 async def get_bot(session: AsyncSession, handle: str) -> tuple[Actor, BotProfile]:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from openbot.core.errors import InvalidArgument, NotFound
@@ -15,6 +15,7 @@ from openbot.runtime.commands import ThreadCreate
 from openbot.runtime.governor.disposals import Reason, dispose_queued
 from openbot.runtime.team import get_actor
 from openbot.runtime.views import MessageView, ThreadView, message_view, thread_view
+from openbot.store import fast
 from openbot.store.db import now
 from openbot.store.journal import append_event, log_activity
 from openbot.store.models import Actor, InboxItem, Message, Thread, ThreadParticipant
@@ -25,6 +26,18 @@ async def get_thread(session: AsyncSession, thread_id: str) -> Thread:
     if thread is None:
         raise NotFound(f"thread {thread_id} not found", {"thread_id": thread_id})
     return thread
+
+
+_THREAD_ROW = fast.Sql(select(*fast.table_of(Thread).columns).where(Thread.id == bindparam("thread_id")))
+
+
+async def thread_row(session: AsyncSession, thread_id: str) -> Thread:
+    """:func:`get_thread` on the fast path: a read-only record with the Thread's attributes (posting
+    needs no more; ``Delivery.post`` reads the row again, locked)."""
+    row = await fast.first(session, _THREAD_ROW, {"thread_id": thread_id})
+    if row is None:
+        raise NotFound(f"thread {thread_id} not found", {"thread_id": thread_id})
+    return cast(Thread, row)
 
 
 async def participants(session: AsyncSession, thread_id: str) -> list[Actor]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import bindparam, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
 
@@ -87,7 +87,8 @@ class Delivery:
         run_id: str | None,
         metadata: dict[str, Any] | None,
     ) -> tuple[PostResult, list[notices.Notice]]:
-        given, thread = thread, await _lock(session, thread.id)
+        stamp = now(session)
+        given, thread = thread, await _touch(session, thread.id, stamp)
         is_bot = sender is not None and sender.kind == ActorKind.BOT
         mentions = tuple(parse_mentions(content))
         found = await load_recipients(
@@ -98,7 +99,9 @@ class Delivery:
                 raise InvalidArgument(f"unknown handle @{handle} in 'to'", {"handle": handle})
         data = await self._route_input(session, thread, found, sender, mentions, to, hop)
         plan = plan_route(data)
-        message = await self._insert(session, thread, plan, found, content, sender, hop, run_id, metadata)
+        message = await self._insert(
+            session, thread, plan, found, content, sender, hop, run_id, metadata, stamp
+        )
         view = message_view(message, sender)
         append_event(session, "message.created", view, thread.id)
         self._log_posted(session, thread, message, plan, sender)
@@ -118,7 +121,8 @@ class Delivery:
             )
         pending = await self._refusals(session, thread, plan, found, message, sender)
         unknown = await report_unknown(session, thread, message, plan.unknown, sender)
-        await _touch(session, given, message.created_at, _notified(thread.hop_limit_notified, plan))
+        before = thread.hop_limit_notified
+        await _flag(session, given, before, _notified(before, plan), stamp)
         return PostResult(message, view, [b.handle for b in woken], list(plan.held), unknown), pending
 
     async def _route_input(
@@ -160,8 +164,8 @@ class Delivery:
         hop: int,
         run_id: str | None,
         metadata: dict[str, Any] | None,
+        stamp: datetime,
     ) -> Message:
-        stamp = now(session)
         meta = dict(metadata or {})
         if plan.held:
             meta["held_handoff"] = list(plan.held)
@@ -244,24 +248,23 @@ class Delivery:
         return pending
 
 
-# The thread as a post must see it: read fresh in the post's transaction and, on PostgreSQL,
-# locked (NO KEY UPDATE: concurrent inserts that only reference the thread are not blocked), so
-# posts to one thread serialise and read participants and the hop-limit flag fresh. SQLite
-# serialises every writer at BEGIN IMMEDIATE and renders no lock clause.
-_THREAD = fast.Sql(
-    select(*fast.table_of(Thread).columns)
-    .where(Thread.id == bindparam("thread_id"))
-    .with_for_update(key_share=True)
-)
+# A post stamps its thread first: the UPDATE locks the row (NO KEY UPDATE on PostgreSQL, so
+# concurrent inserts that only reference the thread are not blocked; SQLite serialises every
+# writer at BEGIN IMMEDIATE) and returns it fresh, so posts to one thread serialise and read
+# participants and the hop-limit flag as the previous post left them. One statement.
 _TOUCH = fast.Sql(
     update(Thread)
     .where(Thread.id == bindparam("thread_id"))
-    .values(last_message_at=bindparam("stamp"), hop_limit_notified=bindparam("notified"))
+    .values(last_message_at=bindparam("stamp", type_=Thread.last_message_at.type))
+    .returning(*fast.table_of(Thread).columns)
+)
+_FLAG = fast.Sql(
+    update(Thread).where(Thread.id == bindparam("thread_id")).values(hop_limit_notified=bindparam("notified"))
 )
 
 
-async def _lock(session: AsyncSession, thread_id: str) -> Thread:
-    row = await fast.first(session, _THREAD, {"thread_id": thread_id})
+async def _touch(session: AsyncSession, thread_id: str, stamp: datetime) -> Thread:
+    row = await fast.first(session, _TOUCH, {"thread_id": thread_id, "stamp": stamp})
     if row is None:
         raise NotFound(f"thread {thread_id} not found", {"thread_id": thread_id})
     return cast(Thread, row)  # a record with the Thread's attributes, read only
@@ -275,10 +278,11 @@ def _notified(before: bool, plan: RoutePlan) -> bool:
     return False if plan.reset_hop_notice else before
 
 
-async def _touch(session: AsyncSession, thread: Thread, stamp: datetime, notified: bool) -> None:
-    """Write the post's changes to the thread, and to the caller's object if the session tracks it
-    (as committed values: the row already has them)."""
-    await fast.execute(session, _TOUCH, {"thread_id": thread.id, "stamp": stamp, "notified": notified})
-    if isinstance(thread, Thread):
-        set_committed_value(thread, "last_message_at", stamp)
-        set_committed_value(thread, "hop_limit_notified", notified)
+async def _flag(session: AsyncSession, given: Thread, before: bool, notified: bool, stamp: datetime) -> None:
+    """Write the hop-limit flag if the post changed it; bring the caller's object up to date if the
+    session tracks it (as committed values: the row already has them)."""
+    if notified != before:
+        await fast.execute(session, _FLAG, {"thread_id": given.id, "notified": notified})
+    if isinstance(given, Thread):
+        set_committed_value(given, "last_message_at", stamp)
+        set_committed_value(given, "hop_limit_notified", notified)

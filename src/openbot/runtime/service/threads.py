@@ -14,7 +14,7 @@ from openbot.runtime.commands import InboxAck, MessageCreate, ThreadCreate, Thre
 from openbot.runtime.delivery import inbox
 from openbot.runtime.delivery.post import Delivery
 from openbot.runtime.scheduler.system import ActorSystem
-from openbot.runtime.team import get_actor
+from openbot.runtime.team import actor_row, get_actor
 from openbot.runtime.tools.workspace import normalise_directory
 from openbot.runtime.views import ItemView, MessageView, PostView, ThreadView
 from openbot.store.db import Database
@@ -108,9 +108,9 @@ class ThreadService:
 
     async def _post(self, thread_id: str, command: MessageCreate, key: str | None) -> Posted:
         async with self.db.transaction() as s:
-            thread = await threads.get_thread(s, thread_id)
+            thread = await threads.thread_row(s, thread_id)
             try:
-                sender = await get_actor(s, command.from_)
+                sender = await actor_row(s, command.from_)
             except NotFound as exc:
                 raise InvalidArgument(f"unknown sender @{command.from_}", {"field": "from"}) from exc
             asked = idempotency.fingerprint(command)
