@@ -12,11 +12,12 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import bindparam, delete, func, select
 from sqlalchemy import event as sa_event
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
+from openbot.store import fast
 from openbot.store.db import after_commit, database_of, now
 from openbot.store.models import ActivityLog, Event, Setting
 
@@ -106,15 +107,26 @@ async def journal_floor(session: AsyncSession) -> int:
     return int(row.value.get("id", 0)) if row else 0
 
 
+def _reader(*, bounded: bool, one_thread: bool) -> fast.Sql:
+    stmt = select(*fast.table_of(Event).columns).where(Event.id > bindparam("after"))
+    if bounded:
+        stmt = stmt.where(Event.id <= bindparam("upto"))
+    if one_thread:
+        stmt = stmt.where(Event.thread_id == bindparam("thread_id"))
+    return fast.Sql(stmt.order_by(Event.id).limit(bindparam("limit")))
+
+
+# Every SSE stream reads here after each commit: built once, run on the driver.
+_READERS = {(b, t): _reader(bounded=b, one_thread=t) for b in (False, True) for t in (False, True)}
+
+
 async def read_journal(
     session: AsyncSession, thread_id: str | None, after: int, upto: int | None, limit: int
 ) -> list[Event]:
-    stmt = select(Event).where(Event.id > after)
-    if upto is not None:
-        stmt = stmt.where(Event.id <= upto)
-    if thread_id:
-        stmt = stmt.where(Event.thread_id == thread_id)
-    return list(await session.scalars(stmt.order_by(Event.id).limit(limit)))
+    """Journal rows after ``after`` (up to ``upto``), oldest first: read-only records with the
+    Event's attributes."""
+    params: dict[str, Any] = {"after": after, "upto": upto, "thread_id": thread_id, "limit": limit}
+    return await fast.execute(session, _READERS[upto is not None, bool(thread_id)], params)
 
 
 async def prune_journal(session: AsyncSession, older_than: datetime) -> int:
