@@ -8,15 +8,15 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 import uvicorn
-from sqlalchemy import select, text
+from sqlalchemy import event, select, text
 
 os.environ["OPENBOT_FORBID_REAL_MODELS"] = "1"
 for _key in ("OPENBOT_MODEL", "OPENBOT_API_TOKEN", "OPENBOT_DATABASE_URL"):
@@ -31,6 +31,8 @@ from openbot.runtime.engine import Runtime  # noqa: E402
 from openbot.runtime.runner.prepare import Prepared  # noqa: E402
 from openbot.runtime.runs.claim import Claim  # noqa: E402
 from openbot.runtime.team import get_actor, update_bot  # noqa: E402
+from openbot.store import fast  # noqa: E402
+from openbot.store.db import Database  # noqa: E402
 from openbot.store.models import Base, InboxItem, Message, Run, Thread  # noqa: E402
 
 
@@ -54,6 +56,26 @@ def _worker_database(url: str | None) -> str | None:
 
 PG_URL = _worker_database(os.environ.get("OPENBOT_TEST_DATABASE_URL"))
 BACKENDS = ["sqlite", *(["postgresql"] if PG_URL else [])]
+
+
+@contextmanager
+def watch_statements(db: Database, seen: Callable[[str, Any], None]) -> Iterator[None]:
+    """Call ``seen(sql, parameters)`` for every statement the runtime sends while the block runs:
+    through SQLAlchemy's engines and straight to the driver (``store.fast``)."""
+
+    def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        seen(statement, parameters)
+
+    engines = {db.engine.sync_engine, db.read_engine.sync_engine}
+    for engine in engines:
+        event.listen(engine, "before_cursor_execute", record)
+    fast.statement_listeners.append(seen)
+    try:
+        yield
+    finally:
+        fast.statement_listeners.remove(seen)
+        for engine in engines:
+            event.remove(engine, "before_cursor_execute", record)
 
 
 async def reset_postgres(url: str) -> None:

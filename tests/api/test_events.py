@@ -10,13 +10,11 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import httpx
-from sqlalchemy import event as sa_event
 
-from conftest import Team
+from conftest import Team, watch_statements
 from openbot.api.app import create_app
 from openbot.core.clock import FakeClock
 from openbot.runtime.engine import Runtime
-from openbot.store import fast
 from openbot.store.journal import journal_floor, journal_head
 from openbot.store.models import Event
 
@@ -227,21 +225,12 @@ def journal_reads(rt: Runtime) -> Iterator[list[str]]:
     """The SELECTs on the journal the runtime runs while the block does."""
     seen: list[str] = []
 
-    def sent(statement: str, *_: Any) -> None:
+    def sent(statement: str, _parameters: Any) -> None:
         if statement.lstrip().upper().startswith("SELECT") and "FROM events" in statement:
             seen.append(statement)
 
-    def record(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        sent(statement)
-
-    engine = rt.db.read_engine.sync_engine
-    sa_event.listen(engine, "before_cursor_execute", record)
-    fast.statement_listeners.append(sent)  # the journal is read on the fast path
-    try:
+    with watch_statements(rt.db, sent):
         yield seen
-    finally:
-        fast.statement_listeners.remove(sent)
-        sa_event.remove(engine, "before_cursor_execute", record)
 
 
 async def commit_quietly(rt: Runtime, thread_id: str, content: str) -> int:

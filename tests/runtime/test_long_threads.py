@@ -10,15 +10,14 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
-from sqlalchemy import event, select
+from sqlalchemy import select
 
 import openbot.runtime.runner.prepare as preparing
-from conftest import Team
+from conftest import Team, watch_statements
 from openbot.core.history import HistoryMessage, Role, unroll, window_rows
 from openbot.core.ids import new_id
 from openbot.runtime.runner.prepare import Prepared, prepare
 from openbot.runtime.runs.claim import Claim
-from openbot.store import fast
 from openbot.store.models import Actor, Message
 
 SENDERS = ("you", "chief_of_staff", "engineer", "qa", None)  # @qa is not in the thread; None: the system
@@ -116,22 +115,13 @@ async def _bots(team: Team) -> dict[str, Actor]:
 def _statements(team: Team, thread_id: str) -> Iterator[list[tuple[str, Any]]]:
     """The statements on the messages of ``thread_id`` that readers run while the block runs."""
     seen: list[tuple[str, Any]] = []
-    engine = team.rt.db.read_engine.sync_engine
 
     def sent(statement: str, parameters: Any) -> None:
         if " messages" in statement and thread_id in str(parameters):
             seen.append((statement, parameters))
 
-    def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, _context: Any, _many: bool) -> None:
-        sent(statement, parameters)
-
-    event.listen(engine, "before_cursor_execute", record)
-    fast.statement_listeners.append(sent)  # the hot path's statements go straight to the driver
-    try:
+    with watch_statements(team.rt.db, sent):
         yield seen
-    finally:
-        fast.statement_listeners.remove(sent)
-        event.remove(engine, "before_cursor_execute", record)
 
 
 def _numbers(parameters: Any) -> list[int]:

@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-from sqlalchemy import event, select
+from sqlalchemy import select
 
-from conftest import Team
+from conftest import Team, watch_statements
 from openbot.runtime.engine import Runtime
 from openbot.runtime.memory import store
 from openbot.runtime.memory.store import BotRef
@@ -130,7 +130,7 @@ async def test_a_run_costs_one_memory_read_and_one_batched_bump(rt: Runtime, tea
     run's finish transaction (with the context row); a trigger with no word to match reads none."""
     seen: list[str] = []
 
-    def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+    def record(statement: str, _parameters: Any) -> None:
         if "memories" in statement and "run_contexts" not in statement:
             seen.append(statement.split()[0].upper())
 
@@ -141,10 +141,7 @@ async def test_a_run_costs_one_memory_read_and_one_batched_bump(rt: Runtime, tea
             await store.create(
                 s, BotRef(actor.id, actor.handle), f"deploy note {i} about the payments service"
             )
-    engines = {rt.db.engine.sync_engine, rt.db.read_engine.sync_engine}
-    for engine in engines:
-        event.listen(engine, "before_cursor_execute", record)
-    try:
+    with watch_statements(rt.db, record):
         thread = await team.thread()
         await team.post(thread, "@engineer how do we deploy payments?")
         await team.idle()
@@ -152,8 +149,5 @@ async def test_a_run_costs_one_memory_read_and_one_batched_bump(rt: Runtime, tea
         seen.clear()
         await team.post(thread, "@engineer ?!")
         await team.idle()
-    finally:
-        for engine in engines:
-            event.remove(engine, "before_cursor_execute", record)
     assert injected == ["WITH" if rt.db.backend == "postgresql" else "SELECT", "UPDATE"]
     assert seen == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sqlalchemy import insert, select
 
-from conftest import Team
+from conftest import Team, watch_statements
 from openbot.core.ids import new_id
 from openbot.runtime.team import get_actor
 from openbot.store.db import now
@@ -63,21 +63,16 @@ async def test_a_long_thread_is_searched_through_the_index(team: Team) -> None:
 
 async def test_the_search_runs_in_the_database_index(team: Team) -> None:
     """One statement through the index (FTS5's MATCH or the tsvector's @@), not the thread read whole."""
-    from sqlalchemy import event
 
     thread = await team.thread()
     await team.post(thread, "the flaky test again")
     seen: list[str] = []
 
-    def record(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+    def record(statement: str, _parameters: object) -> None:
         if "messages" in statement:
             seen.append(statement)
 
-    engine = team.rt.db.read_engine.sync_engine
-    event.listen(engine, "before_cursor_execute", record)
-    try:
+    with watch_statements(team.rt.db, record):
         assert await _recall(team, thread, "flaky") == "#0 [@you]: the flaky test again"
-    finally:
-        event.remove(engine, "before_cursor_execute", record)
     searches = [s for s in seen if "messages_fts MATCH" in s or "messages.search @@" in s]
     assert len(searches) == 1, seen

@@ -7,6 +7,7 @@ dialect: a transaction reads the time with :func:`now` and locks through :func:`
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from datetime import datetime
@@ -19,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from openbot.core.clock import Clock, SystemClock
 from openbot.store.dialect import Dialect, dialect_for
+from openbot.store.fast import Reader
 
 _AFTER_COMMIT = "openbot_after_commit"
 _WOKEN = "openbot_woken"  # bots that got mail in this transaction
@@ -74,6 +76,10 @@ class Database:
         self.embeddings: Any = None
         self.webhook_listeners: list[Callable[[], None]] = []  # a delivery was recorded
         self.gate_listeners: list[Callable[[], None]] = []  # a tier-2 candidate was recorded
+        self._readers: list[sqlite3.Connection] = []  # Database.reader's connections (SQLite)
+        # Another connection to an in-memory database would open another database.
+        self._memory = not self.dialect.shared and path in (None, "", ":memory:")
+        self._idle_readers: list[sqlite3.Connection] = []
 
     @property
     def backend(self) -> str:
@@ -99,7 +105,35 @@ class Database:
         async with self.read_sessions() as session:
             yield session
 
+    @asynccontextmanager
+    async def reader(self) -> AsyncIterator[AsyncSession | Reader]:
+        """A read-only transaction for the fast path's reads (``store.fast``): on SQLite a plain
+        connection from a small pool of this database's own (WAL: it never waits for the writer),
+        on PostgreSQL a read session."""
+        if self.dialect.shared or self._memory:
+            async with self.read() as session:
+                yield session
+            return
+        connection = self._idle_readers.pop() if self._idle_readers else self._connect_reader()
+        connection.execute("BEGIN")
+        try:
+            yield Reader(connection, self.read_engine.dialect, self)
+        finally:
+            connection.execute("ROLLBACK")
+            self._idle_readers.append(connection)
+
+    def _connect_reader(self) -> sqlite3.Connection:
+        path = make_url(self.url).database or ":memory:"
+        connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        connection.execute("PRAGMA busy_timeout=30000")
+        self._readers.append(connection)
+        return connection
+
     async def dispose(self) -> None:
+        for connection in self._readers:
+            connection.close()
+        self._readers.clear()
+        self._idle_readers.clear()
         await self.engine.dispose()
         if self.read_engine is not self.engine:
             await self.read_engine.dispose()

@@ -121,7 +121,7 @@ _READERS = {(b, t): _reader(bounded=b, one_thread=t) for b in (False, True) for 
 
 
 async def read_journal(
-    session: AsyncSession, thread_id: str | None, after: int, upto: int | None, limit: int
+    session: AsyncSession | fast.Reader, thread_id: str | None, after: int, upto: int | None, limit: int
 ) -> list[Event]:
     """Journal rows after ``after`` (up to ``upto``), oldest first: read-only records with the
     Event's attributes."""

@@ -24,7 +24,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from openbot.core import memory as rules
 from openbot.core.ids import new_id
 from openbot.runtime.memory import embeddings
-from openbot.store.db import dialect, now
+from openbot.store import fast
+from openbot.store.db import database_of, dialect, now
 from openbot.store.journal import log_activity
 from openbot.store.memory_index import LexicalIndex
 from openbot.store.models import Memory, MemoryVector
@@ -256,48 +257,52 @@ _WITH_VECTORS = (
 )
 
 # The hot path: injection at prepare time reads with one statement per index, built once.
-_RELEVANT: dict[int, Select[Any]] = {}
+_RELEVANT: dict[int, fast.Sql] = {}
 
 
-def _relevant_statement(index: LexicalIndex) -> Select[Any]:
+def _relevant_statement(index: LexicalIndex) -> fast.Sql:
     stmt = _RELEVANT.get(id(index))
     if stmt is None:
-        stmt = _RELEVANT[id(index)] = index.ranked(Memory.id, Memory.content).where(
-            Memory.lifecycle == "active", Memory.thread_id.is_(None)
+        stmt = _RELEVANT[id(index)] = fast.Sql(
+            index.ranked(Memory.id, Memory.content).where(
+                Memory.lifecycle == "active", Memory.thread_id.is_(None)
+            )
         )
     return stmt
 
 
-async def relevant(session: AsyncSession, bot_id: str, text: str, limit: int = rules.INJECTED) -> list[Hit]:
+async def relevant(
+    session: AsyncSession | fast.Reader, bot_id: str, text: str, limit: int = rules.INJECTED
+) -> list[Hit]:
     """The bot's active, bot-level memories most relevant to ``text`` (none when nothing matches)."""
-    active = embeddings.embeddings_of(session)
-    if active is not None:
-        return [Hit(*hit) for hit in await embeddings.nearest(session, active, bot_id, text, limit)]
+    database = session.database if isinstance(session, fast.Reader) else database_of(session)
+    active = database.embeddings
+    if active is not None:  # ranked in Python over the bot's vectors: a session of its own
+        async with database.read() as s:
+            return [Hit(*hit) for hit in await embeddings.nearest(s, active, bot_id, text, limit)]
     terms = rules.query_terms(text)
     if not terms:
         return []
-    index = dialect(session).memory_index
-    rows = await session.execute(
-        _relevant_statement(index), {"bot_id": bot_id, "query": index.query(terms), "limit": limit}
-    )
+    index = database.dialect.memory_index
+    params = {"bot_id": bot_id, "query": index.query(terms), "limit": limit}
+    rows = await fast.execute(session, _relevant_statement(index), params)
     return [Hit(id_, content, float(score)) for id_, content, score in rows]
 
 
-_TOUCH = (
+_TOUCH = fast.Sql(
     sql_update(Memory)
     .where(Memory.id.in_(bindparam("ids", expanding=True)))
     .values(
         access_count=Memory.access_count + 1,
         last_accessed_at=bindparam("stamp", type_=Memory.updated_at.type),
     )
-    .execution_options(synchronize_session=False)
 )
 
 
 async def touch(session: AsyncSession, memory_ids: Sequence[str]) -> None:
     """Count one use of each memory (injected or found), in one statement."""
     if memory_ids:
-        await session.execute(_TOUCH, {"ids": list(memory_ids), "stamp": now(session)})
+        await fast.execute(session, _TOUCH, {"ids": list(memory_ids), "stamp": now(session)})
 
 
 def _log(

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from sqlalchemy import Row, Select, Text, bindparam, cast, func, or_, select
+from sqlalchemy import Select, Text, bindparam, cast, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
@@ -77,13 +77,16 @@ class _Reads:
 
 
 async def prepare(db: Database, settings: Settings, claim: Claim) -> Prepared:
-    async with db.read() as s:
-        reads = await _read(s, settings, claim)
+    async with db.reader() as r:
+        reads = await _read(r, settings, claim)
         trigger_text = "\n".join(m.content for m in reads.window.triggers)
         # The bot's own bot-level memories, ranked by relevance to the triggers: one statement.
-        memories = await relevant(s, claim.bot_id, trigger_text) if reads.profile.memory_enabled else []
-        resume = await resume_payload(s, claim.run_id) if claim.resume else None
-        waiting = await s.get(Run, claim.run_id) if claim.resume else None
+        memories = await relevant(r, claim.bot_id, trigger_text) if reads.profile.memory_enabled else []
+    resume, waiting = None, None
+    if claim.resume:  # what the human answered, and the question's ids
+        async with db.read() as s:
+            resume = await resume_payload(s, claim.run_id)
+            waiting = await s.get(Run, claim.run_id)
     interrupt_ids = tuple((waiting.interrupt or {}).get("interrupt_ids", ())) if waiting else ()
     history = unroll(
         reads.window.newest,
@@ -197,6 +200,7 @@ _BY_ID = fast.Sql(
     .where(Message.thread_id == bindparam("thread_id"), Message.id.in_(bindparam("ids", expanding=True)))
     .order_by(Message.id)
 )
+_HANDLES = fast.Sql(select(Actor.id, Actor.handle).where(Actor.id.in_(bindparam("ids", expanding=True))))
 _COUNT = fast.Sql(
     select(func.count()).select_from(
         select(Message.id)
@@ -207,7 +211,7 @@ _COUNT = fast.Sql(
 )
 
 
-async def _read(s: AsyncSession, settings: Settings, claim: Claim) -> _Reads:
+async def _read(s: AsyncSession | fast.Reader, settings: Settings, claim: Claim) -> _Reads:
     ids = {"bot_id": claim.bot_id, "thread_id": claim.thread_id}
     row = await fast.first(s, _HEAD, ids)
     if row is None:
@@ -234,7 +238,12 @@ def _listed(actor: Actor) -> bool:
 
 
 async def _read_window(
-    s: AsyncSession, settings: Settings, claim: Claim, bot: Actor, scoped: bool, handles: dict[str, str]
+    s: AsyncSession | fast.Reader,
+    settings: Settings,
+    claim: Claim,
+    bot: Actor,
+    scoped: bool,
+    handles: dict[str, str],
 ) -> _Window:
     """The newest messages in view, a page at a time from the end, until the window closes.
 
@@ -278,7 +287,7 @@ async def _read_window(
 
 
 async def _by_id(
-    s: AsyncSession, thread_id: str, ids: frozenset[str], handles: dict[str, str]
+    s: AsyncSession | fast.Reader, thread_id: str, ids: frozenset[str], handles: dict[str, str]
 ) -> list[HistoryMessage]:
     if not ids:
         return []
@@ -287,13 +296,13 @@ async def _by_id(
 
 
 async def _messages(
-    s: AsyncSession, rows: Iterable[Row[str, str | None, str, list[str]]], handles: dict[str, str]
+    s: AsyncSession | fast.Reader, rows: Iterable[Any], handles: dict[str, str]
 ) -> list[HistoryMessage]:
     """Rows as history messages; senders no longer in the thread are looked up (into ``handles``)."""
     batch = list(rows)
     missing = {r.sender_id for r in batch if r.sender_id and r.sender_id not in handles}
     if missing:
-        for actor in await s.scalars(select(Actor).where(Actor.id.in_(missing))):
+        for actor in await fast.execute(s, _HANDLES, {"ids": sorted(missing)}):
             handles[actor.id] = actor.handle
     return [
         HistoryMessage(

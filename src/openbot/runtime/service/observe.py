@@ -141,8 +141,8 @@ class Observer:
     async def _read_journal(
         self, thread_id: str | None, after: int, upto: int | None, limit: int
     ) -> list[Event]:
-        async with self.db.read() as s:
-            return await read_journal(s, thread_id, after, upto, limit)
+        async with self.db.reader() as r:
+            return await read_journal(r, thread_id, after, upto, limit)
 
 
 __all__ = ["ActivityFilter", "Observer", "StatusView"]
