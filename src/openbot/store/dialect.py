@@ -64,8 +64,9 @@ class Dialect:
         """Lock the selected rows until commit, where the database has row locks."""
         return stmt
 
-    def append(self, session: Session, rows: Sequence[Base], *, journal: bool) -> None:
-        """Insert rows of an autoincrement table in order and set their ids (journal: under its lock).
+    def append(self, session: Session, cls: type[Base], rows: Sequence[Any], *, journal: bool) -> None:
+        """Insert rows of an autoincrement table (``cls``'s; the rows are plain objects with its
+        attributes) in order and set their ids (journal: under its lock).
 
         The ORM inserts such rows one statement each on SQLite (it cannot match RETURNING rows to
         objects), so each chunk is one multi-row VALUES, sent as prepared SQL text (no compiling: the
@@ -74,7 +75,7 @@ class Dialect:
         to the rows in order.
         """
         session.flush()  # every other write of the transaction first
-        shape = _shape(type(rows[0]), session)
+        shape = _shape(cls, session)
         driver = _sqlite(session.connection().connection.driver_connection)
         for start in range(0, len(rows), _CHUNK):
             chunk = rows[start : start + _CHUNK]
@@ -82,7 +83,7 @@ class Dialect:
             ids = sorted(row[0] for row in driver.execute(shape.sql(len(chunk)), params))
             fast.sent(shape.sql(len(chunk)), params)
             for row, id_ in zip(chunk, ids, strict=True):
-                row.id = id_  # type: ignore[attr-defined]
+                row.id = id_
 
     def announce(self, session: Session, sender: str) -> None:
         """Tell other processes that this transaction wrote journal rows (and maybe mail)."""
@@ -129,7 +130,7 @@ class PostgresDialect(Dialect):
     def for_update(self, stmt: S, *, of: Any = None, skip_locked: bool = False) -> S:
         return stmt.with_for_update(of=of, skip_locked=skip_locked)
 
-    def append(self, session: Session, rows: Sequence[Base], *, journal: bool) -> None:
+    def append(self, session: Session, cls: type[Base], rows: Sequence[Any], *, journal: bool) -> None:
         """The ORM batches these (insertmanyvalues). Journal rows are written last, under the lock.
 
         Taking the journal lock last means a transaction holding it waits for nothing but its own
@@ -138,8 +139,12 @@ class PostgresDialect(Dialect):
         """
         if journal:
             session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _JOURNAL_LOCK})
-        session.add_all(rows)
+        shape = _shape(cls, session)
+        objects = [cls(**{attr: getattr(row, attr) for attr in shape.attrs}) for row in rows]
+        session.add_all(objects)
         session.flush()
+        for row, written in zip(rows, objects, strict=True):
+            row.id = written.id  # type: ignore[attr-defined]
 
     def announce(self, session: Session, sender: str) -> None:
         """One NOTIFY per transaction, last. NOTIFY takes a database-wide lock at commit and so
@@ -188,7 +193,7 @@ class _Shape:
         key = mapper.primary_key[0]
         dialect = session.get_bind().dialect
         props = [p for p in mapper.column_attrs if p.columns[0] is not key]
-        self._attrs = [p.key for p in props]
+        self.attrs = [p.key for p in props]
         self._processors = [p.columns[0].type.bind_processor(dialect) for p in props]
         self._defaults = [_default_of(p.columns[0]) for p in props]
         columns = ", ".join(p.columns[0].name for p in props)
@@ -205,7 +210,7 @@ class _Shape:
 
     def values(self, row: Base) -> list[Any]:
         out = []
-        for attr, process, default in zip(self._attrs, self._processors, self._defaults, strict=True):
+        for attr, process, default in zip(self.attrs, self._processors, self._defaults, strict=True):
             value = getattr(row, attr)
             if value is None and default is not None:
                 value = default()

@@ -9,6 +9,7 @@ commits late).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -25,15 +26,46 @@ _JOURNAL = "openbot_journal_rows"
 _ACTIVITY = "openbot_activity_rows"
 
 
+@dataclass(slots=True)
+class JournalRow:
+    """A journal (``events``) row, queued in a transaction and written at its commit. A plain
+    object, not an ORM one: a run queues a dozen, and building ORM objects costs more than
+    writing them."""
+
+    type: str
+    thread_id: str | None
+    data: dict[str, Any]
+    created_at: datetime
+    id: int | None = None
+
+
+@dataclass(slots=True)
+class ActivityRow:
+    """An ``activity_log`` row, queued like :class:`JournalRow`."""
+
+    event: str
+    level: str
+    summary: str
+    thread_id: str | None
+    actor_id: str | None
+    actor_handle: str | None
+    run_id: str | None
+    item_id: str | None
+    message_id: str | None
+    detail: dict[str, Any]
+    created_at: datetime
+    id: int | None = None
+
+
 def append_event(session: AsyncSession, type_: str, data: Mapping[str, Any], thread_id: str | None) -> None:
     """Queue a journal row; it is written at commit, after every other write of the transaction."""
     info = session.sync_session.info
-    pending: list[Event] | None = info.get(_JOURNAL)
+    pending: list[JournalRow] | None = info.get(_JOURNAL)
     if pending is None:
         pending = info[_JOURNAL] = []
         database = database_of(session)
         after_commit(session, lambda: database.journal_committed(_heads(info.pop(_JOURNAL, []))))
-    pending.append(Event(type=type_, thread_id=thread_id, data=dict(data), created_at=now(session)))
+    pending.append(JournalRow(type_, thread_id, dict(data), now(session)))
 
 
 @sa_event.listens_for(Session, "before_commit")
@@ -41,18 +73,18 @@ def _write_journal(session: Session) -> None:
     """Write the queued activity rows, then the journal rows last (see the module docstring)."""
     if "database" not in session.info:
         return
-    activity: list[ActivityLog] = [row for row in session.info.get(_ACTIVITY) or () if row.id is None]
-    pending: list[Event] = session.info.get(_JOURNAL) or []
+    activity: list[ActivityRow] = [row for row in session.info.get(_ACTIVITY) or () if row.id is None]
+    pending: list[JournalRow] = session.info.get(_JOURNAL) or []
     database = database_of(session)
     dialect = database.dialect
     if activity:
-        dialect.append(session, activity, journal=False)
+        dialect.append(session, ActivityLog, activity, journal=False)
     if pending:
-        dialect.append(session, pending, journal=True)
+        dialect.append(session, Event, pending, journal=True)
         dialect.announce(session, database.instance)
 
 
-def _heads(events: list[Event]) -> dict[str | None, int]:
+def _heads(events: list[JournalRow]) -> dict[str | None, int]:
     """The newest committed journal id per thread of one transaction."""
     heads: dict[str | None, int] = {}
     for event in events:
@@ -75,7 +107,7 @@ def log_activity(
     detail: dict[str, Any] | None = None,
 ) -> None:
     """Queue an activity row; written at commit with the journal (``_write_journal``)."""
-    row = ActivityLog(
+    row = ActivityRow(
         event=event,
         level=level,
         summary=summary,
@@ -89,7 +121,7 @@ def log_activity(
         created_at=now(session),
     )
     info = session.sync_session.info
-    rows: list[ActivityLog] | None = info.get(_ACTIVITY)
+    rows: list[ActivityRow] | None = info.get(_ACTIVITY)
     if rows is None:
         rows = info[_ACTIVITY] = []
         database = database_of(session)
