@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 
 import pytest
 
 from conftest import PG_URL, Boot, Team
 from openbot.runtime.engine import Runtime
+from openbot.runtime.team import get_actor
 
 pytestmark = pytest.mark.skipif(not PG_URL, reason="scale-out needs PostgreSQL (OPENBOT_TEST_DATABASE_URL)")
 
@@ -58,3 +59,31 @@ async def test_an_announcement_from_elsewhere_reaches_this_process_s_readers(boo
                     signal = await sub.next(timeout=10)
         finally:
             sub.close()
+
+
+async def test_a_post_elsewhere_wakes_the_bot_it_named_without_a_poll(boot: Boot) -> None:
+    """The announcement names the bots the post gave mail to: the other process wakes them
+    straight away, without first querying for queued mail."""
+    async with boot() as api, boot() as worker:
+        api.system.pause()
+        woken: list[str] = []
+        named = asyncio.Event()
+
+        def notify(bot_ids: Iterable[str]) -> None:
+            woken.extend(bot_ids)
+            named.set()
+
+        async def poll() -> None:
+            """Finds nothing: only an announcement that names the engineer can wake it."""
+
+        worker.system.notify = notify  # type: ignore[method-assign]
+        worker.system.wake_queued = poll  # type: ignore[method-assign]
+        team = Team(api)
+        thread = await team.thread()
+        await team.post(thread, "@engineer wake up over there")
+        async with api.db.read() as s:
+            engineer = (await get_actor(s, "engineer")).id
+        async with asyncio.timeout(10):
+            while engineer not in woken:
+                named.clear()
+                await named.wait()

@@ -30,7 +30,10 @@ S = TypeVar("S", bound=Select[*tuple[Any, ...]])
 log = logging.getLogger(__name__)
 
 CHANNEL = "openbot"  # LISTEN/NOTIFY channel: "the journal moved, mail may be waiting"
+WOKEN = "openbot_woken"  # session.info: the bots a transaction gave mail to (``db.wake_after_commit``)
 _JOURNAL_LOCK = 0x0B07
+_ANNOUNCED = "openbot_announced"  # session.info: the NOTIFY went out with the journal lock
+_PAYLOAD_LIMIT = 7900  # PostgreSQL refuses NOTIFY payloads of 8000 bytes or more
 _THREADS_LOCKED = "openbot_threads_locked"  # cleared at commit and rollback (store.db)
 _CHUNK = 500  # rows per multi-row INSERT, well under SQLite's limit on bound parameters
 
@@ -146,17 +149,29 @@ class PostgresDialect(Dialect):
         Taking the journal lock last means a transaction holding it waits for nothing but its own
         commit, so it can never be part of a lock cycle; holding it through commit makes journal
         ids visible in order, so a reader tailing ``id > last`` never skips a row that commits late.
+
+        Every other transaction that writes the journal waits while this one holds the lock, so the
+        lock is held for as few round trips as possible: the transaction's NOTIFY (queued until
+        commit, whenever it is issued) goes out in the statement that takes the lock, and
+        :meth:`announce` then has nothing left to send.
         """
         if journal:
-            session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _JOURNAL_LOCK})
+            database = session.info["database"]
+            payload = announcement(database.instance, session.info.get(WOKEN) or ())
+            session.execute(_LOCK_AND_NOTIFY, {"key": _JOURNAL_LOCK, "channel": CHANNEL, "payload": payload})
+            session.info[_ANNOUNCED] = True
         session.add_all(rows)
         session.flush()
 
     def announce(self, session: Session, sender: str) -> None:
         """One NOTIFY per transaction, last. NOTIFY takes a database-wide lock at commit and so
-        serialises committers: never more than one. The payload (the sender) only lets a process
-        skip its own announcements; the poll stays the truth."""
-        session.execute(text("SELECT pg_notify(:channel, :sender)"), {"channel": CHANNEL, "sender": sender})
+        serialises committers: never more than one. The payload names the sender (a process skips
+        its own announcements) and the bots the transaction gave mail to (``announcement``), so a
+        listener wakes them without a query; the poll stays the truth."""
+        if session.info.pop(_ANNOUNCED, False):
+            return  # sent with the journal lock (``append``)
+        payload = announcement(sender, session.info.get(WOKEN) or ())
+        session.execute(_NOTIFY, {"channel": CHANNEL, "payload": payload})
 
     async def listen(self, url: str, heard: Callable[[str], None]) -> None:
         """LISTEN on a connection of its own; reconnect after a failure (the poll covers the gap)."""
@@ -188,6 +203,25 @@ class PostgresDialect(Dialect):
         saver = AsyncPostgresSaver(pool)
         await saver.setup()
         return saver
+
+
+_NOTIFY = text("SELECT pg_notify(:channel, :payload)")
+_LOCK_AND_NOTIFY = text("SELECT pg_advisory_xact_lock(:key), pg_notify(:channel, :payload)")
+
+
+def announcement(sender: str, woken: Sequence[str]) -> str:
+    """A NOTIFY payload: the sender, then the bots given mail, comma-separated (none when they
+    would not fit: the listener then polls for them)."""
+    bots = ",".join(dict.fromkeys(woken))
+    if not bots or len(sender) + 1 + len(bots) > _PAYLOAD_LIMIT:
+        return sender
+    return f"{sender} {bots}"
+
+
+def parse_announcement(payload: str) -> tuple[str, list[str]]:
+    """(sender, bots given mail) of an ``announcement``; no bots means "poll for them"."""
+    sender, _, bots = payload.partition(" ")
+    return sender, [bot for bot in bots.split(",") if bot]
 
 
 class _Shape:
