@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from sqlalchemy import Select, Table, event, make_url, select, text
+from sqlalchemy import Select, Table, TextClause, bindparam, event, make_url, select, text
 from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.orm import Session
 
 from openbot.store.memory_index import Fts5Index, LexicalIndex, TsvectorIndex
 from openbot.store.message_index import Fts5MessageIndex, MessageIndex, TsvectorMessageIndex
-from openbot.store.models import Actor, Base, Thread
+from openbot.store.models import Actor, Base, Event, Thread
 
 S = TypeVar("S", bound=Select[*tuple[Any, ...]])
 
@@ -150,18 +150,37 @@ class PostgresDialect(Dialect):
         commit, so it can never be part of a lock cycle; holding it through commit makes journal
         ids visible in order, so a reader tailing ``id > last`` never skips a row that commits late.
 
-        Every other transaction that writes the journal waits while this one holds the lock, so the
-        lock is held for as few round trips as possible: the transaction's NOTIFY (queued until
-        commit, whenever it is issued) goes out in the statement that takes the lock, and
-        :meth:`announce` then has nothing left to send.
+        Every other transaction that writes the journal waits while this one holds the lock, so it
+        is held for one statement and the commit: the statement that inserts the journal rows
+        takes the lock first (``_journal_insert``: a materialised CTE that every inserted row is
+        joined with, so the lock is granted before the first id is drawn from the sequence) and
+        queues the transaction's NOTIFY (delivered at commit, whenever it is issued), so
+        :meth:`announce` has nothing left to send.
         """
-        if journal:
-            database = session.info["database"]
-            payload = announcement(database.instance, session.info.get(WOKEN) or ())
-            session.execute(_LOCK_AND_NOTIFY, {"key": _JOURNAL_LOCK, "channel": CHANNEL, "payload": payload})
-            session.info[_ANNOUNCED] = True
-        session.add_all(rows)
-        session.flush()
+        if not journal:
+            session.add_all(rows)
+            session.flush()
+            return
+        session.flush()  # every other write of the transaction first
+        database = session.info["database"]
+        head = {
+            "key": _JOURNAL_LOCK,
+            "channel": CHANNEL,
+            "payload": announcement(database.instance, session.info.get(WOKEN) or ()),
+        }
+        connection = session.connection()
+        for start in range(0, len(rows), _JOURNAL_CHUNK):
+            chunk = cast(Sequence[Event], rows[start : start + _JOURNAL_CHUNK])
+            params = dict(head)
+            for i, row in enumerate(chunk):
+                params.update(
+                    {f"t{i}": row.type, f"th{i}": row.thread_id, f"d{i}": row.data, f"c{i}": row.created_at}
+                )
+            # One sequence, drawn in VALUES order under the lock: the sorted ids are the rows' ids.
+            ids = sorted(connection.execute(_journal_insert(len(chunk)), params).scalars())
+            for row, id_ in zip(chunk, ids, strict=True):
+                row.id = id_
+        session.info[_ANNOUNCED] = True
 
     def announce(self, session: Session, sender: str) -> None:
         """One NOTIFY per transaction, last. NOTIFY takes a database-wide lock at commit and so
@@ -206,7 +225,32 @@ class PostgresDialect(Dialect):
 
 
 _NOTIFY = text("SELECT pg_notify(:channel, :payload)")
-_LOCK_AND_NOTIFY = text("SELECT pg_advisory_xact_lock(:key), pg_notify(:channel, :payload)")
+_JOURNAL_CHUNK = 100  # journal rows per INSERT (a transaction writes a handful)
+_JOURNAL_INSERTS: dict[int, TextClause] = {}
+
+
+def _journal_insert(rows: int) -> TextClause:
+    """Take the journal lock, queue the NOTIFY and insert ``rows`` journal rows, in one statement
+    (built once per row count). The lock is a materialised CTE joined with every row: no row
+    reaches the insert, where its id is drawn, before the lock is granted."""
+    stmt = _JOURNAL_INSERTS.get(rows)
+    if stmt is None:
+        values = ", ".join(
+            f"(CAST(:t{i} AS VARCHAR), CAST(:th{i} AS VARCHAR), :d{i}, :c{i})" for i in range(rows)
+        )
+        columns = Event.__table__.c
+        stmt = _JOURNAL_INSERTS[rows] = text(
+            "WITH journal_lock AS MATERIALIZED"
+            " (SELECT pg_advisory_xact_lock(:key), pg_notify(:channel, :payload))"
+            " INSERT INTO events (type, thread_id, data, created_at)"
+            " SELECT v.type, v.thread_id, v.data, v.created_at"
+            f" FROM journal_lock CROSS JOIN (VALUES {values}) AS v (type, thread_id, data, created_at)"
+            " RETURNING id"
+        ).bindparams(
+            *(bindparam(f"d{i}", type_=columns.data.type) for i in range(rows)),
+            *(bindparam(f"c{i}", type_=columns.created_at.type) for i in range(rows)),
+        )
+    return stmt
 
 
 def announcement(sender: str, woken: Sequence[str]) -> str:
