@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from conftest import Team
 from openbot.config import Settings
@@ -11,7 +12,7 @@ from openbot.runtime.commands import BotUpdate
 from openbot.runtime.engine import Runtime
 from openbot.runtime.runs.outcome import Outcome, finish
 from openbot.runtime.team import get_actor, update_bot
-from openbot.store.dialect import announcement, parse_announcement
+from openbot.store.dialect import announcement, announcement_of, parse_announcement
 
 
 def record_wakes(rt: Runtime) -> list[str]:
@@ -48,10 +49,34 @@ async def test_the_poll_leaves_a_bot_at_its_ceiling_alone_until_its_run_settles(
 
 
 def test_an_announcement_names_the_bots_given_mail_once_each() -> None:
-    assert parse_announcement(announcement("p1", ["b1", "b2", "b1"])) == ("p1", ["b1", "b2"])
-    assert parse_announcement(announcement("p1", [])) == ("p1", [])
+    assert parse_announcement(announcement("p1", ["b1", "b2", "b1"])) == ("p1", ["b1", "b2"], False)
+    assert parse_announcement(announcement("p1", [])) == ("p1", [], True)  # look for claimable mail
+    assert parse_announcement(announcement("p1", [], took_only=True)) == ("p1", [], False)
+    assert parse_announcement(announcement("p1", ["b1"], took_only=True)) == ("p1", ["b1"], False)
     too_many = [f"act_{i:020d}" for i in range(400)]
     assert announcement("p1", too_many) == "p1"  # over NOTIFY's payload limit: listeners poll instead
+
+
+async def test_a_claim_announces_that_it_only_took_mail(rt: Runtime) -> None:
+    """Another process that hears a claim has nothing new to look for (the claim took mail)."""
+    team = Team(rt)
+    rt.system.pause()
+    thread = await team.thread()
+    await team.post(thread, "@engineer one")
+    sent: list[str] = []
+    dialect = rt.db.dialect
+    original = dialect.append
+
+    def spy(session: Any, rows: Any, *, journal: bool) -> None:
+        original(session, rows, journal=journal)
+        if journal:
+            sent.append(announcement_of(session, rt.db.instance))
+
+    dialect.append = spy  # type: ignore[method-assign]
+    async with rt.db.read() as s:
+        engineer = (await get_actor(s, "engineer")).id
+    assert await rt.system.claim(engineer) is not None
+    assert [parse_announcement(p)[2] for p in sent] == [False]
 
 
 async def test_an_announcement_that_names_bots_wakes_them_without_a_poll(rt: Runtime) -> None:
@@ -65,6 +90,8 @@ async def test_an_announcement_that_names_bots_wakes_them_without_a_poll(rt: Run
 
 async def test_an_announcement_that_names_no_bot_asks_for_a_poll(rt: Runtime) -> None:
     woken = record_wakes(rt)
+    rt.system.heard(announcement("elsewhere", [], took_only=True))
+    assert not rt.system._poll_wanted.is_set()  # a claim elsewhere: nothing new to look for
     rt.system.heard(announcement("elsewhere", []))
     assert rt.system._poll_wanted.is_set()  # the poll task looks for bots with room and mail
     assert woken == []

@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 
 CHANNEL = "openbot"  # LISTEN/NOTIFY channel: "the journal moved, mail may be waiting"
 WOKEN = "openbot_woken"  # session.info: the bots a transaction gave mail to (``db.wake_after_commit``)
+TOOK_ONLY = "openbot_took_only"  # session.info: the transaction only took mail (``only_takes_mail``)
 _JOURNAL_LOCK = 0x0B07
 _ANNOUNCED = "openbot_announced"  # session.info: the NOTIFY went out with the journal lock
 _PAYLOAD_LIMIT = 7900  # PostgreSQL refuses NOTIFY payloads of 8000 bytes or more
@@ -166,7 +167,7 @@ class PostgresDialect(Dialect):
         head = {
             "key": _JOURNAL_LOCK,
             "channel": CHANNEL,
-            "payload": announcement(database.instance, session.info.get(WOKEN) or ()),
+            "payload": announcement_of(session, database.instance),
         }
         connection = session.connection()
         for start in range(0, len(rows), _JOURNAL_CHUNK):
@@ -189,7 +190,7 @@ class PostgresDialect(Dialect):
         listener wakes them without a query; the poll stays the truth."""
         if session.info.pop(_ANNOUNCED, False):
             return  # sent with the journal lock (``append``)
-        payload = announcement(sender, session.info.get(WOKEN) or ())
+        payload = announcement_of(session, sender)
         session.execute(_NOTIFY, {"channel": CHANNEL, "payload": payload})
 
     async def listen(self, url: str, heard: Callable[[str], None]) -> None:
@@ -225,6 +226,13 @@ class PostgresDialect(Dialect):
 
 
 _NOTIFY = text("SELECT pg_notify(:channel, :payload)")
+
+
+def announcement_of(session: Session, sender: str) -> str:
+    """The ``announcement`` of a transaction about to commit."""
+    return announcement(sender, session.info.get(WOKEN) or (), took_only=bool(session.info.get(TOOK_ONLY)))
+
+
 _JOURNAL_CHUNK = 100  # journal rows per INSERT (a transaction writes a handful)
 _JOURNAL_INSERTS: dict[int, TextClause] = {}
 
@@ -253,19 +261,31 @@ def _journal_insert(rows: int) -> TextClause:
     return stmt
 
 
-def announcement(sender: str, woken: Sequence[str]) -> str:
-    """A NOTIFY payload: the sender, then the bots given mail, comma-separated (none when they
-    would not fit: the listener then polls for them)."""
+def announcement(sender: str, woken: Sequence[str], *, took_only: bool = False) -> str:
+    """A NOTIFY payload: the sender, then the bots given mail, comma-separated; or ``-`` when the
+    transaction only took mail (a claim: nothing became claimable); or nothing after the sender
+    (look: something may have become claimable, or the bots would not fit)."""
     bots = ",".join(dict.fromkeys(woken))
-    if not bots or len(sender) + 1 + len(bots) > _PAYLOAD_LIMIT:
-        return sender
-    return f"{sender} {bots}"
+    if bots and len(sender) + 1 + len(bots) <= _PAYLOAD_LIMIT:
+        return f"{sender} {bots}"
+    if took_only and not bots:
+        return f"{sender} -"
+    return sender
 
 
-def parse_announcement(payload: str) -> tuple[str, list[str]]:
-    """(sender, bots given mail) of an ``announcement``; no bots means "poll for them"."""
-    sender, _, bots = payload.partition(" ")
-    return sender, [bot for bot in bots.split(",") if bot]
+def parse_announcement(payload: str) -> tuple[str, list[str], bool]:
+    """(sender, bots given mail, whether to look for other claimable mail) of an ``announcement``."""
+    sender, _, rest = payload.partition(" ")
+    if rest == "-":
+        return sender, [], False
+    bots = [bot for bot in rest.split(",") if bot]
+    return sender, bots, not bots
+
+
+def only_takes_mail(session: AsyncSession) -> None:
+    """Mark a transaction that can only take mail (a claim), never make any claimable: its
+    announcement tells listeners there is nothing new to look for."""
+    session.sync_session.info[TOOK_ONLY] = True
 
 
 class _Shape:

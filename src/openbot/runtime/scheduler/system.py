@@ -27,7 +27,7 @@ from openbot.runtime.scheduler import execution, node, recovery
 from openbot.runtime.scheduler.maintenance import Maintenance
 from openbot.runtime.scheduler.worker import BotWorker
 from openbot.store.db import Database
-from openbot.store.dialect import parse_announcement
+from openbot.store.dialect import only_takes_mail, parse_announcement
 from openbot.store.models import Actor, BotProfile, InboxItem, Run
 
 log = logging.getLogger(__name__)
@@ -120,11 +120,12 @@ class ActorSystem:
         """Another process committed journal rows (and maybe mail): tell readers, look for work.
 
         The announcement names the bots it gave mail to (``Dialect.announce``): they are woken at
-        once, without a query. One that names none (a run settled, a run was cancelled, a bot's
-        ceiling changed, or too many bots to name) asks for a poll, which finds every bot with
-        room and mail; the maintenance poll stays the truth either way.
+        once, without a query. A claim's says it only took mail: nothing to look for. Any other
+        (a run settled, a run was cancelled, a bot's ceiling changed, or too many bots to name)
+        asks for a poll, which finds every bot with room and mail; the maintenance poll stays the
+        truth either way.
         """
-        sender, woke = parse_announcement(payload)
+        sender, woke, look = parse_announcement(payload)
         if sender == self.db.instance:
             return  # our own commit: its wake-ups went out in-process already
         self.db.journal_committed({None: 0})
@@ -132,7 +133,7 @@ class ActorSystem:
             return  # an API-only process runs no bots: nothing to look for
         if woke:
             self.notify(woke)
-        else:
+        if look:
             self._poll_wanted.set()
 
     async def _poll_when_asked(self) -> None:
@@ -170,6 +171,7 @@ class ActorSystem:
     async def claim(self, bot_id: str) -> Claim | None:
         """Claim the bot's next batch as a running run (the caller holds a slot)."""
         async with self.db.transaction() as s:
+            only_takes_mail(s)  # its announcement sends nobody looking for work
             return await claim_next(s, bot_id, self.owner, self.settings.lease_seconds, self.admission)
 
     def start_run(self, claim: Claim) -> None:
