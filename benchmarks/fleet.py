@@ -36,9 +36,11 @@ from sqlalchemy import func, make_url, select
 from benchmarks import hop, throughput
 from benchmarks.probe import Probe, cpu_seconds
 from benchmarks.server import running_server, server_env
+from benchmarks.stats import summarize
 from openbot.config import Settings
 from openbot.runtime.engine import Runtime
-from openbot.store.models import Run
+from openbot.store.db import Database
+from openbot.store.models import Message, Run
 
 log = logging.getLogger(__name__)
 
@@ -185,6 +187,7 @@ async def cross_process_hop(url: str, measured: int) -> dict[str, Any]:
                 hops = await variant(client, measured)
                 cpu = [after - first for first, after in zip(before, _cpu(*pids), strict=True)]
     out = hop.summary(hops, note + "; answered by a separate worker process")
+    out["server_phases_p50_ms"] = await server_phases(url, hops)
     out["cpu_ms_per_hop"] = {
         "api_process": round(cpu[0] * 1000 / measured, 2),
         "worker": round(cpu[1] * 1000 / measured, 2),
@@ -203,8 +206,43 @@ async def single_process_hop(url: str, measured: int) -> dict[str, Any]:
             hops = await variant(client, measured)
             after = server.cpu_seconds() or 0.0
     out = hop.summary(hops, note + "; one process on PostgreSQL serves and runs the bot")
+    out["server_phases_p50_ms"] = await server_phases(url, hops)
     out["cpu_ms_per_hop"] = {"server": round((after - before) * 1000 / measured, 2)}
     return out
+
+
+async def server_phases(url: str, hops: list[hop.Hop]) -> dict[str, float]:
+    """Where each hop's time went, from the stamps the processes wrote (one machine, one clock):
+    the post's ``created_at``, its run's ``started_at`` (the claim) and ``finished_at``, against
+    the client's wall clock when it sent the POST and when the reply reached it."""
+    db = Database(url)
+    try:
+        async with db.read() as s:
+            posts = dict((await s.execute(select(Message.id, Message.created_at))).all())
+            runs = {
+                triggers[0]: (started, finished)
+                for triggers, started, finished in await s.execute(
+                    select(Run.trigger_message_ids, Run.started_at, Run.finished_at)
+                )
+                if triggers
+            }
+    finally:
+        await db.dispose()
+    phases: dict[str, list[float]] = {
+        "sent_to_post_stamped": [],
+        "post_stamped_to_claimed": [],
+        "claimed_to_finish_stamped": [],
+        "finish_stamped_to_reply_seen": [],
+    }
+    for one in hops:
+        posted, (claimed, finished) = posts.get(one.message_id), runs.get(one.message_id, (None, None))
+        if posted is None or claimed is None or finished is None:
+            continue
+        stamps = [one.sent_at, posted.timestamp(), claimed.timestamp(), finished.timestamp()]
+        stamps.append(one.sent_at + one.replied / 1000)
+        for name, begin, end in zip(phases, stamps, stamps[1:], strict=False):
+            phases[name].append((end - begin) * 1000)
+    return {name: summarize(values)["p50"] for name, values in phases.items() if values}
 
 
 def _cpu(*pids: int) -> list[float]:
