@@ -24,12 +24,15 @@ from sqlalchemy.engine import Engine
 
 _FROM = re.compile(r"\bFROM\s+(\w+)", re.IGNORECASE)
 _INTO = re.compile(r"^\s*(INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+(\w+)", re.IGNORECASE)
+_WITH_INTO = re.compile(
+    r"^\s*WITH\b.*?\)\s*(INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+(\w+)", re.IGNORECASE | re.DOTALL
+)
 _CALL = re.compile(r"^\s*SELECT\s+(pg_\w+)", re.IGNORECASE)
 
 
 def kind(statement: str) -> str:
     """A short name for a statement: its verb and first table (or the function it calls)."""
-    if found := _INTO.match(statement):
+    if found := _INTO.match(statement) or _WITH_INTO.match(statement):
         return f"{found.group(1).split()[0].upper()} {found.group(2)}"
     if found := _CALL.match(statement):
         return found.group(1)
