@@ -33,22 +33,23 @@ from openbot.store.models import Actor, BotProfile, InboxItem, Run
 log = logging.getLogger(__name__)
 
 # Bots with queued mail and fewer threads in flight than their ceiling (what ``claim_next`` checks
-# before it picks): built once.
+# before it picks), one row per bot: built once.
 _IN_FLIGHT_THREADS = (
     select(func.count(distinct(Run.thread_id)))
     .where(Run.bot_id == Actor.id, Run.status.in_(IN_FLIGHT_RUNS))
     .scalar_subquery()
 )
+_HAS_QUEUED = (
+    select(InboxItem.id).where(InboxItem.actor_id == Actor.id, InboxItem.status == ItemStatus.QUEUED).exists()
+)
 _CLAIMABLE = (
-    select(InboxItem.actor_id)
-    .distinct()
-    .join(Actor, Actor.id == InboxItem.actor_id)
+    select(Actor.id)
     .join(BotProfile, BotProfile.actor_id == Actor.id)
     .where(
-        InboxItem.status == ItemStatus.QUEUED,
         Actor.kind == "bot",
         Actor.enabled.is_(True),
         Actor.deleted.is_(False),
+        _HAS_QUEUED,
         _IN_FLIGHT_THREADS
         < case((BotProfile.max_parallel_threads < 1, 1), else_=BotProfile.max_parallel_threads),
     )
