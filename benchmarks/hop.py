@@ -50,6 +50,8 @@ class Hop:
     acked: float  # the POST answered
     started: float  # run.updated (running) arrived on the stream
     replied: float  # the bot's message.created arrived on the stream
+    sent_at: float = 0.0  # wall clock just before the POST (to line up with the server's stamps)
+    message_id: str = ""  # the post's id
 
 
 class ReplyTracker:
@@ -100,14 +102,16 @@ async def new_thread(client: httpx.AsyncClient, title: str) -> str:
 
 
 async def hop(client: httpx.AsyncClient, tracker: ReplyTracker, thread_id: str, index: int) -> Hop:
+    sent_at = time.time()
     start = time.perf_counter()
     response = await client.post(
         f"/api/v1/threads/{thread_id}/messages", json={"content": f"@{BOT} ping {index}"}
     )
     acked = time.perf_counter()
     response.raise_for_status()
-    started, replied = await tracker.wait(response.json()["message"]["id"], HOP_TIMEOUT)
-    return Hop(*((t - start) * 1000 for t in (acked, started, replied)))
+    message_id = response.json()["message"]["id"]
+    started, replied = await tracker.wait(message_id, HOP_TIMEOUT)
+    return Hop(*((t - start) * 1000 for t in (acked, started, replied)), sent_at, message_id)
 
 
 async def hops_in_thread(client: httpx.AsyncClient, thread_id: str, first: int, count: int) -> list[Hop]:

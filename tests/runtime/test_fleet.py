@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 
 import pytest
+from sqlalchemy import select, text
 
 from conftest import PG_URL, Boot, Team
 from openbot.runtime.engine import Runtime
+from openbot.runtime.team import get_actor
+from openbot.store.journal import append_event
+from openbot.store.models import Event
 
 pytestmark = pytest.mark.skipif(not PG_URL, reason="scale-out needs PostgreSQL (OPENBOT_TEST_DATABASE_URL)")
 
@@ -58,3 +62,66 @@ async def test_an_announcement_from_elsewhere_reaches_this_process_s_readers(boo
                     signal = await sub.next(timeout=10)
         finally:
             sub.close()
+
+
+async def test_a_post_elsewhere_wakes_the_bot_it_named_without_a_poll(boot: Boot) -> None:
+    """The announcement names the bots the post gave mail to: the other process wakes them
+    straight away, without first querying for queued mail."""
+    async with boot() as api, boot() as worker:
+        api.system.pause()
+        woken: list[str] = []
+        named = asyncio.Event()
+
+        def notify(bot_ids: Iterable[str]) -> None:
+            woken.extend(bot_ids)
+            named.set()
+
+        async def poll() -> None:
+            """Finds nothing: only an announcement that names the engineer can wake it."""
+
+        worker.system.notify = notify  # type: ignore[method-assign]
+        worker.system.wake_queued = poll  # type: ignore[method-assign]
+        team = Team(api)
+        thread = await team.thread()
+        await team.post(thread, "@engineer wake up over there")
+        async with api.db.read() as s:
+            engineer = (await get_actor(s, "engineer")).id
+        async with asyncio.timeout(10):
+            while engineer not in woken:
+                named.clear()
+                await named.wait()
+
+
+async def test_a_journal_row_draws_its_id_only_once_it_holds_the_journal_lock(boot: Boot) -> None:
+    """Journal ids commit in order: a transaction that writes the journal takes the lock before
+    it draws an id, so an id drawn while another transaction holds the lock is always smaller
+    than its own (a reader tailing ``id > last`` never skips a row that commits late)."""
+    async with boot() as rt, rt.db.engine.connect() as holder:
+        rt.system.pause()
+        await holder.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": JOURNAL_LOCK})
+
+        async def write() -> list[int]:
+            async with rt.db.transaction() as s:
+                append_event(s, "test.first", {"n": 1}, None)
+                append_event(s, "test.second", {"n": 2}, "thr_x")
+            async with rt.db.read() as s:
+                rows = (await s.execute(select(Event.id, Event.type).where(Event.type.like("test.%")))).all()
+            assert [t for _id, t in sorted(rows)] == ["test.first", "test.second"]
+            return sorted(i for i, _t in rows)
+
+        writer = asyncio.create_task(write())
+        async with rt.db.engine.connect() as probe, asyncio.timeout(10):
+            while not (await probe.scalar(text(_JOURNAL_LOCK_WAITERS), {"key": JOURNAL_LOCK})):
+                await probe.rollback()
+                await asyncio.sleep(0.01)  # polling the server's lock table: another process's state
+        drawn = await holder.scalar(text("SELECT nextval('events_id_seq')"))
+        await holder.commit()
+        ids = await writer
+        assert drawn is not None and min(ids) > drawn
+
+
+JOURNAL_LOCK = 0x0B07
+_JOURNAL_LOCK_WAITERS = (
+    "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
+    " WHERE NOT l.granted AND l.locktype = 'advisory' AND l.objid = :key AND a.datname = current_database()"
+)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from sqlalchemy import Select, Table, event, make_url, select, text
+from sqlalchemy import Select, Table, TextClause, bindparam, event, make_url, select, text
 from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.orm import Session
@@ -24,14 +24,18 @@ from sqlalchemy.orm import Session
 from openbot.store import fast
 from openbot.store.memory_index import Fts5Index, LexicalIndex, TsvectorIndex
 from openbot.store.message_index import Fts5MessageIndex, MessageIndex, TsvectorMessageIndex
-from openbot.store.models import Actor, Base
+from openbot.store.models import Actor, Base, Event
 
 S = TypeVar("S", bound=Select[*tuple[Any, ...]])
 
 log = logging.getLogger(__name__)
 
 CHANNEL = "openbot"  # LISTEN/NOTIFY channel: "the journal moved, mail may be waiting"
+WOKEN = "openbot_woken"  # session.info: the bots a transaction gave mail to (``db.wake_after_commit``)
+TOOK_ONLY = "openbot_took_only"  # session.info: the transaction only took mail (``only_takes_mail``)
 _JOURNAL_LOCK = 0x0B07
+_ANNOUNCED = "openbot_announced"  # session.info: the NOTIFY went out with the journal lock
+_PAYLOAD_LIMIT = 7900  # PostgreSQL refuses NOTIFY payloads of 8000 bytes or more
 _CHUNK = 500  # rows per multi-row INSERT, well under SQLite's limit on bound parameters
 
 
@@ -136,21 +140,48 @@ class PostgresDialect(Dialect):
         Taking the journal lock last means a transaction holding it waits for nothing but its own
         commit, so it can never be part of a lock cycle; holding it through commit makes journal
         ids visible in order, so a reader tailing ``id > last`` never skips a row that commits late.
+
+        Every other transaction that writes the journal waits while this one holds the lock, so it
+        is held for one statement and the commit: the statement that inserts the journal rows
+        takes the lock first (``_journal_insert``: a materialised CTE that every inserted row is
+        joined with, so the lock is granted before the first id is drawn from the sequence) and
+        queues the transaction's NOTIFY (delivered at commit, whenever it is issued), so
+        :meth:`announce` has nothing left to send.
         """
-        if journal:
-            session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _JOURNAL_LOCK})
-        shape = _shape(cls, session)
-        objects = [cls(**{attr: getattr(row, attr) for attr in shape.attrs}) for row in rows]
-        session.add_all(objects)
-        session.flush()
-        for row, written in zip(rows, objects, strict=True):
-            row.id = written.id  # type: ignore[attr-defined]
+        if not journal:
+            session.add_all(rows)
+            session.flush()
+            return
+        session.flush()  # every other write of the transaction first
+        database = session.info["database"]
+        head = {
+            "key": _JOURNAL_LOCK,
+            "channel": CHANNEL,
+            "payload": announcement_of(session, database.instance),
+        }
+        connection = session.connection()
+        for start in range(0, len(rows), _JOURNAL_CHUNK):
+            chunk = cast(Sequence[Event], rows[start : start + _JOURNAL_CHUNK])
+            params = dict(head)
+            for i, row in enumerate(chunk):
+                params.update(
+                    {f"t{i}": row.type, f"th{i}": row.thread_id, f"d{i}": row.data, f"c{i}": row.created_at}
+                )
+            # One sequence, drawn in VALUES order under the lock: the sorted ids are the rows' ids.
+            ids = sorted(connection.execute(_journal_insert(len(chunk)), params).scalars())
+            for row, id_ in zip(chunk, ids, strict=True):
+                row.id = id_
+        session.info[_ANNOUNCED] = True
 
     def announce(self, session: Session, sender: str) -> None:
         """One NOTIFY per transaction, last. NOTIFY takes a database-wide lock at commit and so
-        serialises committers: never more than one. The payload (the sender) only lets a process
-        skip its own announcements; the poll stays the truth."""
-        session.execute(text("SELECT pg_notify(:channel, :sender)"), {"channel": CHANNEL, "sender": sender})
+        serialises committers: never more than one. The payload names the sender (a process skips
+        its own announcements) and the bots the transaction gave mail to (``announcement``), so a
+        listener wakes them without a query; the poll stays the truth."""
+        if session.info.pop(_ANNOUNCED, False):
+            return  # sent with the journal lock (``append``)
+        payload = announcement_of(session, sender)
+        session.execute(_NOTIFY, {"channel": CHANNEL, "payload": payload})
 
     async def listen(self, url: str, heard: Callable[[str], None]) -> None:
         """LISTEN on a connection of its own; reconnect after a failure (the poll covers the gap)."""
@@ -182,6 +213,69 @@ class PostgresDialect(Dialect):
         saver = AsyncPostgresSaver(pool)
         await saver.setup()
         return saver
+
+
+_NOTIFY = text("SELECT pg_notify(:channel, :payload)")
+
+
+def announcement_of(session: Session, sender: str) -> str:
+    """The ``announcement`` of a transaction about to commit."""
+    return announcement(sender, session.info.get(WOKEN) or (), took_only=bool(session.info.get(TOOK_ONLY)))
+
+
+_JOURNAL_CHUNK = 100  # journal rows per INSERT (a transaction writes a handful)
+_JOURNAL_INSERTS: dict[int, TextClause] = {}
+
+
+def _journal_insert(rows: int) -> TextClause:
+    """Take the journal lock, queue the NOTIFY and insert ``rows`` journal rows, in one statement
+    (built once per row count). The lock is a materialised CTE joined with every row: no row
+    reaches the insert, where its id is drawn, before the lock is granted."""
+    stmt = _JOURNAL_INSERTS.get(rows)
+    if stmt is None:
+        values = ", ".join(
+            f"(CAST(:t{i} AS VARCHAR), CAST(:th{i} AS VARCHAR), :d{i}, :c{i})" for i in range(rows)
+        )
+        columns = Event.__table__.c
+        stmt = _JOURNAL_INSERTS[rows] = text(
+            "WITH journal_lock AS MATERIALIZED"
+            " (SELECT pg_advisory_xact_lock(:key), pg_notify(:channel, :payload))"
+            " INSERT INTO events (type, thread_id, data, created_at)"
+            " SELECT v.type, v.thread_id, v.data, v.created_at"
+            f" FROM journal_lock CROSS JOIN (VALUES {values}) AS v (type, thread_id, data, created_at)"
+            " RETURNING id"
+        ).bindparams(
+            *(bindparam(f"d{i}", type_=columns.data.type) for i in range(rows)),
+            *(bindparam(f"c{i}", type_=columns.created_at.type) for i in range(rows)),
+        )
+    return stmt
+
+
+def announcement(sender: str, woken: Sequence[str], *, took_only: bool = False) -> str:
+    """A NOTIFY payload: the sender, then the bots given mail, comma-separated; or ``-`` when the
+    transaction only took mail (a claim: nothing became claimable); or nothing after the sender
+    (look: something may have become claimable, or the bots would not fit)."""
+    bots = ",".join(dict.fromkeys(woken))
+    if bots and len(sender) + 1 + len(bots) <= _PAYLOAD_LIMIT:
+        return f"{sender} {bots}"
+    if took_only and not bots:
+        return f"{sender} -"
+    return sender
+
+
+def parse_announcement(payload: str) -> tuple[str, list[str], bool]:
+    """(sender, bots given mail, whether to look for other claimable mail) of an ``announcement``."""
+    sender, _, rest = payload.partition(" ")
+    if rest == "-":
+        return sender, [], False
+    bots = [bot for bot in rest.split(",") if bot]
+    return sender, bots, not bots
+
+
+def only_takes_mail(session: AsyncSession) -> None:
+    """Mark a transaction that can only take mail (a claim), never make any claimable: its
+    announcement tells listeners there is nothing new to look for."""
+    session.sync_session.info[TOOK_ONLY] = True
 
 
 class _Shape:

@@ -14,10 +14,10 @@ import logging
 from collections.abc import Iterable
 from dataclasses import replace
 
-from sqlalchemy import select
+from sqlalchemy import case, distinct, func, select
 
 from openbot.config import Settings
-from openbot.core.states import ItemStatus
+from openbot.core.states import IN_FLIGHT_RUNS, ItemStatus
 from openbot.runtime.delivery.post import Delivery
 from openbot.runtime.governor.admission import Admission
 from openbot.runtime.runner.runner import Runner
@@ -27,9 +27,33 @@ from openbot.runtime.scheduler import execution, node, recovery
 from openbot.runtime.scheduler.maintenance import Maintenance
 from openbot.runtime.scheduler.worker import BotWorker
 from openbot.store.db import Database
-from openbot.store.models import Actor, InboxItem
+from openbot.store.dialect import only_takes_mail, parse_announcement
+from openbot.store.models import Actor, BotProfile, InboxItem, Run
 
 log = logging.getLogger(__name__)
+
+# Bots with queued mail and fewer threads in flight than their ceiling (what ``claim_next`` checks
+# before it picks), one row per bot: built once.
+_IN_FLIGHT_THREADS = (
+    select(func.count(distinct(Run.thread_id)))
+    .where(Run.bot_id == Actor.id, Run.status.in_(IN_FLIGHT_RUNS))
+    .scalar_subquery()
+)
+_HAS_QUEUED = (
+    select(InboxItem.id).where(InboxItem.actor_id == Actor.id, InboxItem.status == ItemStatus.QUEUED).exists()
+)
+_CLAIMABLE = (
+    select(Actor.id)
+    .join(BotProfile, BotProfile.actor_id == Actor.id)
+    .where(
+        Actor.kind == "bot",
+        Actor.enabled.is_(True),
+        Actor.deleted.is_(False),
+        _HAS_QUEUED,
+        _IN_FLIGHT_THREADS
+        < case((BotProfile.max_parallel_threads < 1, 1), else_=BotProfile.max_parallel_threads),
+    )
+)
 
 
 class ActorSystem:
@@ -86,24 +110,32 @@ class ActorSystem:
         self.changed()
 
     async def wake_queued(self) -> None:
-        """Wake every bot with queued mail (the poll that backs up the wake-ups)."""
+        """Wake every bot that has queued mail and room under its ceiling (the poll that backs up
+        the wake-ups). A bot at its ceiling is left alone: a claim would find nothing, and the run
+        that holds its last thread wakes it when it settles (``execution.execute``)."""
         async with self.db.read() as s:
-            bot_ids = (
-                await s.scalars(
-                    select(InboxItem.actor_id)
-                    .distinct()
-                    .join(Actor, Actor.id == InboxItem.actor_id)
-                    .where(InboxItem.status == ItemStatus.QUEUED, Actor.kind == "bot")
-                )
-            ).all()
+            bot_ids = (await s.scalars(_CLAIMABLE)).all()
         self.notify(bot_ids)
 
-    def heard(self, sender: str) -> None:
-        """Another process committed journal rows (and maybe mail): look for work, tell readers."""
+    def heard(self, payload: str) -> None:
+        """Another process committed journal rows (and maybe mail): tell readers, look for work.
+
+        The announcement names the bots it gave mail to (``Dialect.announce``): they are woken at
+        once, without a query. A claim's says it only took mail: nothing to look for. Any other
+        (a run settled, a run was cancelled, a bot's ceiling changed, or too many bots to name)
+        asks for a poll, which finds every bot with room and mail; the maintenance poll stays the
+        truth either way.
+        """
+        sender, woke, look = parse_announcement(payload)
         if sender == self.db.instance:
             return  # our own commit: its wake-ups went out in-process already
         self.db.journal_committed({None: 0})
-        self._poll_wanted.set()
+        if not self.settings.run_workers:
+            return  # an API-only process runs no bots: nothing to look for
+        if woke:
+            self.notify(woke)
+        if look:
+            self._poll_wanted.set()
 
     async def _poll_when_asked(self) -> None:
         """Coalesce announcements: one look for queued mail however many arrived meanwhile."""
@@ -140,6 +172,7 @@ class ActorSystem:
     async def claim(self, bot_id: str) -> Claim | None:
         """Claim the bot's next batch as a running run (the caller holds a slot)."""
         async with self.db.transaction() as s:
+            only_takes_mail(s)  # its announcement sends nobody looking for work
             return await claim_next(s, bot_id, self.owner, self.settings.lease_seconds, self.admission)
 
     def start_run(self, claim: Claim) -> None:
