@@ -148,9 +148,13 @@ class PostgresDialect(Dialect):
         queues the transaction's NOTIFY (delivered at commit, whenever it is issued), so
         :meth:`announce` has nothing left to send.
         """
+        shape = _shape(cls, session)
         if not journal:
-            session.add_all(rows)
+            objects = [cls(**{attr: getattr(row, attr) for attr in shape.attrs}) for row in rows]
+            session.add_all(objects)
             session.flush()
+            for row, written in zip(rows, objects, strict=True):
+                row.id = written.id  # type: ignore[attr-defined]
             return
         session.flush()  # every other write of the transaction first
         database = session.info["database"]
@@ -289,7 +293,7 @@ class _Shape:
         props = [p for p in mapper.column_attrs if p.columns[0] is not key]
         self.attrs = [p.key for p in props]
         self._processors = [p.columns[0].type.bind_processor(dialect) for p in props]
-        self._defaults = [_default_of(p.columns[0]) for p in props]
+        self._defaults = [fast.default_of(p.columns[0]) for p in props]
         columns = ", ".join(p.columns[0].name for p in props)
         self._head = f"INSERT INTO {table.name} ({columns}) VALUES "
         self._row = "(" + ", ".join("?" for _ in props) + ")"
@@ -310,16 +314,6 @@ class _Shape:
                 value = default()
             out.append(process(value) if process is not None and value is not None else value)
         return out
-
-
-def _default_of(column: Any) -> Callable[[], Any] | None:
-    """A column's Python-side default as a function of nothing (what the ORM would have filled in)."""
-    default = column.default
-    if default is None:
-        return None
-    if default.is_callable:
-        return lambda: default.arg(None)
-    return lambda: default.arg
 
 
 _SHAPES: dict[type[Base], _Shape] = {}

@@ -117,7 +117,10 @@ def _bind_processor(type_: Any, dialect: SADialect) -> Processor | None:
 
 
 def _result_processor(type_: Any, dialect: SADialect) -> Processor | None:
-    return type_._cached_result_processor(dialect, None)  # type: ignore[no-any-return]
+    try:
+        return type_._cached_result_processor(dialect, None)  # type: ignore[no-any-return]
+    except TypeError:  # psycopg's numerics want the column's type from the cursor: take them as sent
+        return None
 
 
 def _params(compiled: _Compiled, params: Mapping[str, Any]) -> tuple[str, Any]:
@@ -264,7 +267,7 @@ class _Insert:
         props = list(mapper.column_attrs)
         self.attrs = [p.key for p in props]
         self.names = [p.columns[0].key for p in props]
-        self.defaults = [_default_of(p.columns[0]) for p in props]
+        self.defaults = [default_of(p.columns[0]) for p in props]
         values = {p.columns[0].key: bindparam(p.columns[0].key, type_=p.columns[0].type) for p in props}
         self.sql = Sql(insert(mapper.local_table).values(values))
 
@@ -280,7 +283,8 @@ class _Insert:
         return out
 
 
-def _default_of(column: Any) -> Callable[[], Any] | None:
+def default_of(column: Any) -> Callable[[], Any] | None:
+    """A column's Python-side default as a function of nothing (what the ORM would have filled in)."""
     default = column.default
     if default is None:
         return None
@@ -309,7 +313,7 @@ class _Rows:
         columns = [c for c in table.columns if not (c.primary_key and c.autoincrement is True)]
         self.names = [c.key for c in columns]
         self.binds = [_bind_processor(c.type, dialect) for c in columns]
-        self.defaults = [_default_of(c) for c in columns]
+        self.defaults = [default_of(c) for c in columns]
         mark = "?" if dialect.paramstyle == "qmark" else "%s"
         self.head = f"INSERT INTO {table.name} ({', '.join(c.name for c in columns)}) VALUES "
         self.row = "(" + ", ".join(mark for _ in columns) + ")"
