@@ -67,8 +67,8 @@ async def test_a_claim_announces_that_it_only_took_mail(rt: Runtime) -> None:
     dialect = rt.db.dialect
     original = dialect.append
 
-    def spy(session: Any, rows: Any, *, journal: bool) -> None:
-        original(session, rows, journal=journal)
+    def spy(session: Any, cls: Any, rows: Any, *, journal: bool) -> None:
+        original(session, cls, rows, journal=journal)
         if journal:
             sent.append(announcement_of(session, rt.db.instance))
 
