@@ -28,7 +28,6 @@ from sqlalchemy.engine import Dialect as SADialect
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.expression import ClauseElement
-from sqlalchemy.util import await_only
 
 from openbot.store.inline_sqlite import sqlite_of
 
@@ -48,7 +47,9 @@ def sent(sql: str, params: Any = ()) -> None:
 
 
 class Record(tuple[Any, ...]):
-    """A result row: a tuple whose values are also attributes, by column name."""
+    """A result row: a tuple whose values are also attributes, by column name (or label). The
+    columns are named like the ORM attributes except ``Message.metadata_`` (column ``metadata``);
+    :class:`Columns` names them by attribute."""
 
     __slots__ = ()
     _index: dict[str, int] = {}
@@ -235,19 +236,6 @@ async def execute(
 async def first(session: AsyncSession | Reader, sql: Sql, params: Mapping[str, Any] | None = None) -> Any:
     rows = await execute(session, sql, params)
     return rows[0] if rows else None
-
-
-def execute_sync(session: Any, sql: Sql, params: Mapping[str, Any] | None = None) -> list[Any]:
-    """:func:`execute` from inside a sync ORM hook (a greenlet of the async session)."""
-    return await_only(_execute_plain(session, sql, params))
-
-
-async def _execute_plain(session: Any, sql: Sql, params: Mapping[str, Any] | None) -> list[Any]:
-    connection = session.connection()
-    driver = connection.connection.driver_connection
-    compiled = sql.compiled(connection.dialect)
-    text, values = _params(compiled, params or {})
-    return _rows(compiled, await _run(driver, text, values))
 
 
 def table_of(entity: Any) -> Table:

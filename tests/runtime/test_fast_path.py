@@ -1,0 +1,81 @@
+"""The store's fast path (``store.fast``): what it writes reads back identically through the ORM
+and the reverse, on both backends, in the session's transaction and on a plain reader."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import bindparam, select, update
+
+from conftest import Team
+from openbot.core.ids import new_id
+from openbot.runtime.engine import Runtime
+from openbot.store import fast
+from openbot.store.models import Message
+
+_BY_THREAD = fast.Sql(
+    select(Message.id, Message.mentions, Message.metadata_, Message.created_at, Message.hop)
+    .where(Message.thread_id == bindparam("thread_id"), Message.id.in_(bindparam("ids", expanding=True)))
+    .order_by(Message.id)
+)
+_HOP_ZERO = fast.Sql(select(Message.id).where(Message.hop == 0, Message.thread_id == bindparam("thread_id")))
+_BUMP = fast.Sql(update(Message).where(Message.id == bindparam("id")).values(hop=Message.hop + 1))
+
+
+async def test_fast_path_rows_read_back_through_the_orm_and_back(rt: Runtime, team: Team) -> None:
+    thread = await team.thread()
+    stamp = datetime(2026, 12, 1, 9, 30, 0, tzinfo=UTC)  # no microseconds: stored as the ORM stores it
+    message = Message(
+        id=new_id("msg"),
+        thread_id=thread,
+        sender_id=None,
+        content="hello",
+        mentions=["qa", "engineer"],
+        hop=0,
+        metadata_={"kind": "test", "n": [1, 2]},
+        created_at=stamp,
+    )
+    async with rt.db.transaction() as s:
+        await fast.insert(s, message)
+        await fast.execute(s, _BUMP, {"id": message.id})  # sees the insert: same transaction
+    async with rt.db.read() as s:
+        loaded = await s.get(Message, message.id)
+        assert loaded is not None
+        assert (loaded.mentions, loaded.metadata_, loaded.created_at, loaded.hop) == (
+            ["qa", "engineer"],
+            {"kind": "test", "n": [1, 2]},
+            stamp,
+            1,
+        )
+        # An ORM-written message (the team's post) and the fast one, through an expanding IN.
+        posted = (await s.scalars(select(Message.id).where(Message.thread_id == thread))).all()
+    ids = sorted(posted)
+    async with rt.db.reader() as r:
+        rows = await fast.execute(r, _BY_THREAD, {"thread_id": thread, "ids": ids})
+        assert [row.id for row in rows] == ids
+        mine = next(row for row in rows if row.id == message.id)
+        # Records are named by column: Message.metadata_ is the column ``metadata``.
+        assert (mine.mentions, mine.metadata, mine.created_at, mine.hop) == (
+            ["qa", "engineer"],
+            {"kind": "test", "n": [1, 2]},
+            stamp,
+            1,
+        )
+        # A literal bound in the statement itself (hop == 0) needs no parameter from the caller.
+        assert await fast.execute(r, _HOP_ZERO, {"thread_id": thread}) == []
+
+
+async def test_statements_on_the_fast_path_are_seen_by_the_listeners(rt: Runtime, team: Team) -> None:
+    thread = await team.thread()
+    seen: list[str] = []
+
+    def record(sql: str, _params: object) -> None:
+        seen.append(sql)
+
+    fast.statement_listeners.append(record)
+    try:
+        async with rt.db.reader() as r:
+            await fast.execute(r, _HOP_ZERO, {"thread_id": thread})
+    finally:
+        fast.statement_listeners.remove(record)
+    assert len(seen) == 1 and "FROM messages" in seen[0]
