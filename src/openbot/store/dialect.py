@@ -10,18 +10,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from sqlalchemy import Select, Table, TextClause, bindparam, event, make_url, select, text
-from sqlalchemy import inspect as sa_inspect
+from sqlalchemy import Select, TextClause, bindparam, event, make_url, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.orm import Session
 
 from openbot.store import fast
+from openbot.store.inline_sqlite import sqlite_of
 from openbot.store.memory_index import Fts5Index, LexicalIndex, TsvectorIndex
 from openbot.store.message_index import Fts5MessageIndex, MessageIndex, TsvectorMessageIndex
 from openbot.store.models import Actor, Base, Event
@@ -36,7 +37,6 @@ TOOK_ONLY = "openbot_took_only"  # session.info: the transaction only took mail 
 _JOURNAL_LOCK = 0x0B07
 _ANNOUNCED = "openbot_announced"  # session.info: the NOTIFY went out with the journal lock
 _PAYLOAD_LIMIT = 7900  # PostgreSQL refuses NOTIFY payloads of 8000 bytes or more
-_CHUNK = 500  # rows per multi-row INSERT, well under SQLite's limit on bound parameters
 
 
 class Dialect:
@@ -79,13 +79,15 @@ class Dialect:
         to the rows in order.
         """
         session.flush()  # every other write of the transaction first
-        shape = _shape(cls, session)
-        driver = _sqlite(session.connection().connection.driver_connection)
-        for start in range(0, len(rows), _CHUNK):
-            chunk = rows[start : start + _CHUNK]
-            params = [value for row in chunk for value in shape.values(row)]
-            ids = sorted(row[0] for row in driver.execute(shape.sql(len(chunk)), params))
-            fast.sent(shape.sql(len(chunk)), params)
+        connection = session.connection()
+        shape = fast.rows_of(fast.table_of(cls), connection.dialect)
+        driver = _sqlite(connection.connection.driver_connection)
+        for start in range(0, len(rows), fast.CHUNK):
+            chunk = rows[start : start + fast.CHUNK]
+            params = [value for row in chunk for value in shape.values(row, fast.attribute)]
+            sql = shape.sql(len(chunk), returning=True)
+            ids = sorted(row[0] for row in driver.execute(sql, params))
+            fast.sent(sql, params)
             for row, id_ in zip(chunk, ids, strict=True):
                 row.id = id_
 
@@ -148,9 +150,9 @@ class PostgresDialect(Dialect):
         queues the transaction's NOTIFY (delivered at commit, whenever it is issued), so
         :meth:`announce` has nothing left to send.
         """
-        shape = _shape(cls, session)
         if not journal:
-            objects = [cls(**{attr: getattr(row, attr) for attr in shape.attrs}) for row in rows]
+            names = fast.rows_of(fast.table_of(cls), session.get_bind().dialect).names
+            objects = [cls(**{name: getattr(row, name) for name in names}) for row in rows]
             session.add_all(objects)
             session.flush()
             for row, written in zip(rows, objects, strict=True):
@@ -282,53 +284,7 @@ def only_takes_mail(session: AsyncSession) -> None:
     session.sync_session.info[TOOK_ONLY] = True
 
 
-class _Shape:
-    """How to insert rows of one mapped class as SQL text: its columns and their bind processors."""
-
-    def __init__(self, cls: type[Base], session: Session) -> None:
-        mapper = sa_inspect(cls)
-        table = cast(Table, mapper.local_table)
-        key = mapper.primary_key[0]
-        dialect = session.get_bind().dialect
-        props = [p for p in mapper.column_attrs if p.columns[0] is not key]
-        self.attrs = [p.key for p in props]
-        self._processors = [p.columns[0].type.bind_processor(dialect) for p in props]
-        self._defaults = [fast.default_of(p.columns[0]) for p in props]
-        columns = ", ".join(p.columns[0].name for p in props)
-        self._head = f"INSERT INTO {table.name} ({columns}) VALUES "
-        self._row = "(" + ", ".join("?" for _ in props) + ")"
-        self._tail = f" RETURNING {key.name}"
-        self._sql: dict[int, str] = {}
-
-    def sql(self, rows: int) -> str:
-        text_ = self._sql.get(rows)
-        if text_ is None:
-            text_ = self._sql[rows] = self._head + ", ".join([self._row] * rows) + self._tail
-        return text_
-
-    def values(self, row: Base) -> list[Any]:
-        out = []
-        for attr, process, default in zip(self.attrs, self._processors, self._defaults, strict=True):
-            value = getattr(row, attr)
-            if value is None and default is not None:
-                value = default()
-            out.append(process(value) if process is not None and value is not None else value)
-        return out
-
-
-_SHAPES: dict[type[Base], _Shape] = {}
-
-
-def _shape(cls: type[Base], session: Session) -> _Shape:
-    shape = _SHAPES.get(cls)
-    if shape is None:
-        shape = _SHAPES[cls] = _Shape(cls, session)
-    return shape
-
-
-def _sqlite(driver: Any) -> Any:
-    from openbot.store.inline_sqlite import sqlite_of
-
+def _sqlite(driver: Any) -> sqlite3.Connection:
     plain = sqlite_of(driver)
     assert plain is not None, "SQLite engines are created on store.inline_sqlite"
     return plain

@@ -19,8 +19,10 @@ must also write here (or flush first: :func:`execute` flushes pending ORM work b
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import groupby
 from typing import Any
 
 from sqlalchemy import Table
@@ -71,7 +73,6 @@ class _Compiled:
     named: bool  # pyformat (psycopg) binds by name; qmark (sqlite3) by position
     order: tuple[str, ...]  # bind names in positional order
     binds: tuple[Processor | None, ...]  # bind processors, in ``order``
-    results: tuple[Processor | None, ...]  # result processors, one per column
     record: type[Record] | None
     expanding: bool
     compiled: SQLCompiler
@@ -108,9 +109,7 @@ def _compile(statement: ClauseElement, dialect: SADialect) -> _Compiled:
     expanding = any(bind.expanding for bind in compiled.binds.values())
     fixed = {name: bind.effective_value for name, bind in by_name.items() if not bind.required}
     converted = tuple((i, p) for i, p in enumerate(results) if p is not None)
-    return _Compiled(
-        compiled.string, named, order, binds, results, record, expanding, compiled, fixed, converted
-    )
+    return _Compiled(compiled.string, named, order, binds, record, expanding, compiled, fixed, converted)
 
 
 def _bind_processor(type_: Any, dialect: SADialect) -> Processor | None:
@@ -174,19 +173,19 @@ def _dialect(session: AsyncSession) -> SADialect:
 
 
 async def _run(driver: Any, text: str, params: Any) -> Sequence[Sequence[Any]]:
-    """One statement on the driver; its rows, if it returns any."""
+    """One statement on the driver (a :mod:`sqlite3` connection or psycopg's); its rows, if any."""
     if statement_listeners:
         sent(text, params)
-    plain = sqlite_of(driver)
-    if plain is not None:  # synchronous: no thread hop (store.inline_sqlite)
-        cursor = plain.execute(text, params)
+    if isinstance(driver, sqlite3.Connection):  # synchronous: no thread hop (store.inline_sqlite)
+        cursor = driver.execute(text, params)
         return cursor.fetchall() if cursor.description else ()
     cursor = await driver.execute(text, params)  # psycopg
     return await cursor.fetchall() if cursor.description else ()
 
 
 async def _driver(session: AsyncSession) -> Any:
-    """The driver connection of the session's current transaction (begun here if need be)."""
+    """The driver connection of the session's current transaction (begun here if need be): on
+    SQLite the :mod:`sqlite3` connection under ``store.inline_sqlite``."""
     sync = session.sync_session
     cached = sync.info.get(_DRIVER)
     transaction = sync.get_transaction()
@@ -194,7 +193,7 @@ async def _driver(session: AsyncSession) -> Any:
         return cached[1]
     connection = await session.connection()
     fairy = await connection.get_raw_connection()
-    driver = fairy.driver_connection
+    driver = sqlite_of(fairy.driver_connection) or fairy.driver_connection
     sync.info[_DRIVER] = (sync.get_transaction(), driver)
     return driver
 
@@ -220,15 +219,12 @@ async def execute(
     Pending ORM work is flushed first, so the statement sees everything the unit wrote before it.
     """
     if isinstance(session, Reader):
-        compiled = sql.compiled(session.dialect)
-        text, values = _params(compiled, params or {})
-        if statement_listeners:
-            sent(text, values)
-        return _rows(compiled, session.connection.execute(text, values).fetchall())
-    if not session.sync_session._is_clean():
-        await session.flush()
-    driver = await _driver(session)
-    compiled = sql.compiled(_dialect(session))
+        driver, dialect = session.connection, session.dialect
+    else:
+        if not session.sync_session._is_clean():
+            await session.flush()
+        driver, dialect = await _driver(session), _dialect(session)
+    compiled = sql.compiled(dialect)
     text, values = _params(compiled, params or {})
     return _rows(compiled, await _run(driver, text, values))
 
@@ -244,25 +240,21 @@ def table_of(entity: Any) -> Table:
     return table
 
 
-class _Insert:
-    """An ORM class's INSERT of every column, with the Python-side defaults the ORM would apply."""
+class _Attributes:
+    """How an ORM object's attributes map to its table's columns (``Message.metadata_`` is the
+    column ``metadata``), with the Python-side defaults the ORM would fill in."""
 
     def __init__(self, cls: type[Any]) -> None:
-        from sqlalchemy import bindparam, insert
         from sqlalchemy import inspect as sa_inspect
 
-        mapper = sa_inspect(cls)
-        props = list(mapper.column_attrs)
-        self.attrs = [p.key for p in props]
-        self.names = [p.columns[0].key for p in props]
-        self.defaults = [default_of(p.columns[0]) for p in props]
-        values = {p.columns[0].key: bindparam(p.columns[0].key, type_=p.columns[0].type) for p in props}
-        self.sql = Sql(insert(mapper.local_table).values(values))
+        props = list(sa_inspect(cls).column_attrs)
+        self.table = table_of(cls)
+        self.attrs = [(p.key, p.columns[0].key, default_of(p.columns[0])) for p in props]
 
     def params(self, row: Any) -> dict[str, Any]:
         state = row.__dict__
         out: dict[str, Any] = {}
-        for attr, name, default in zip(self.attrs, self.names, self.defaults, strict=True):
+        for attr, name, default in self.attrs:
             value = state.get(attr)
             if value is None and default is not None:
                 value = default()
@@ -281,24 +273,25 @@ def default_of(column: Any) -> Callable[[], Any] | None:
     return lambda: default.arg
 
 
-_INSERTS: dict[type[Any], _Insert] = {}
+_ATTRIBUTES: dict[type[Any], _Attributes] = {}
 
 
 async def insert(session: AsyncSession, *rows: Any) -> None:
-    """INSERT new ORM objects now, without the unit of work: they stay transient (the session does
-    not track them), so change them before this call, never after."""
-    for row in rows:
-        shape = _INSERTS.get(type(row))
+    """INSERT new ORM objects now, without the unit of work (one statement per run of objects of
+    one class): they stay transient (the session does not track them), so change them before this
+    call, never after."""
+    for cls, group in groupby(rows, key=type):
+        shape = _ATTRIBUTES.get(cls)
         if shape is None:
-            shape = _INSERTS[type(row)] = _Insert(type(row))
-        await execute(session, shape.sql, shape.params(row))
+            shape = _ATTRIBUTES[cls] = _Attributes(cls)
+        await insert_rows(session, shape.table, [shape.params(row) for row in group])
 
 
 class _Rows:
     """Multi-row INSERT text for one table and dialect: one statement per chunk of rows."""
 
     def __init__(self, table: Table, dialect: SADialect) -> None:
-        columns = [c for c in table.columns if not (c.primary_key and c.autoincrement is True)]
+        columns = [c for c in table.columns if c is not table.autoincrement_column]
         self.names = [c.key for c in columns]
         self.binds = [_bind_processor(c.type, dialect) for c in columns]
         self.defaults = [default_of(c) for c in columns]
@@ -316,16 +309,30 @@ class _Rows:
             self._sql[count, returning] = text
         return text
 
-    def values(self, row: Mapping[str, Any]) -> Iterable[Any]:
+    def values(self, row: Any, read: Callable[[Any, str], Any] = dict.get) -> Iterable[Any]:
+        """``row``'s values in column order, bound as SQLAlchemy would bind them; ``read`` takes a
+        column's value out of the row (a mapping's by default; ``attribute`` for an object's)."""
         for name, process, default in zip(self.names, self.binds, self.defaults, strict=True):
-            value = row.get(name)
+            value = read(row, name)
             if value is None and default is not None:
                 value = default()
             yield process(value) if process is not None and value is not None else value
 
 
 _ROWS: dict[tuple[str, str], _Rows] = {}
-_CHUNK = 500  # rows per statement, well under SQLite's limit on bound parameters
+CHUNK = 500  # rows per statement, well under SQLite's limit on bound parameters
+
+
+def attribute(row: Any, name: str) -> Any:
+    return getattr(row, name, None)
+
+
+def rows_of(table: Table, dialect: SADialect) -> _Rows:
+    """The multi-row INSERT of ``table`` on ``dialect`` (built once)."""
+    shape = _ROWS.get((table.name, dialect.name))
+    if shape is None:
+        shape = _ROWS[table.name, dialect.name] = _Rows(table, dialect)
+    return shape
 
 
 async def insert_rows(
@@ -341,13 +348,10 @@ async def insert_rows(
     if not session.sync_session._is_clean():
         await session.flush()
     driver = await _driver(session)
-    dialect = _dialect(session)
-    shape = _ROWS.get((table.name, dialect.name))
-    if shape is None:
-        shape = _ROWS[table.name, dialect.name] = _Rows(table, dialect)
+    shape = rows_of(table, _dialect(session))
     keys: list[Any] = []
-    for start in range(0, len(rows), _CHUNK):
-        chunk = rows[start : start + _CHUNK]
+    for start in range(0, len(rows), CHUNK):
+        chunk = rows[start : start + CHUNK]
         params = [value for row in chunk for value in shape.values(row)]
         text = shape.sql(len(chunk), returning)
         keys.extend(sorted(row[0] for row in await _run(driver, text, params)))
@@ -370,10 +374,12 @@ class Columns:
 
     def of(self, row: Record) -> Any:
         """This class's part of ``row``, as a record (None when an outer join found nothing)."""
-        start = row._index[self.prefix + self.keys[0]]
-        values = row[start : start + len(self.keys)]
+        values = self._part(row)
         return None if all(v is None for v in values) else self._record(values)
 
     def values(self, row: Record) -> dict[str, Any]:
+        return dict(zip(self.keys, self._part(row), strict=True))
+
+    def _part(self, row: Record) -> tuple[Any, ...]:
         start = row._index[self.prefix + self.keys[0]]
-        return dict(zip(self.keys, row[start : start + len(self.keys)], strict=True))
+        return row[start : start + len(self.keys)]
