@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 
 import httpx
 from langchain_core.tools import tool
@@ -83,15 +82,15 @@ async def test_a_hung_model_fails_alone_while_another_bot_answers_and_the_api_st
 
 
 async def test_a_blocking_sync_tool_does_not_delay_another_bot_s_run(team: Team) -> None:
-    entered, left = threading.Event(), threading.Event()
+    entered, release, left = threading.Event(), threading.Event(), threading.Event()
 
     @tool
     def block() -> str:
-        """Block this thread for a second, as a slow library call would."""
+        """Block this thread until released, as a slow library call would."""
         entered.set()
-        time.sleep(1.0)  # the blocking call under test (it runs in a worker thread)
+        released = release.wait(30)  # the blocking call under test (it runs in a worker thread)
         left.set()
-        return "unblocked"
+        return "unblocked" if released else "never released"
 
     _grant(team, block)
     await _bot(
@@ -109,6 +108,7 @@ async def test_a_blocking_sync_tool_does_not_delay_another_bot_s_run(team: Team)
 
     async def note(_run_id: str) -> None:
         finished_before_the_tool.append(not left.is_set())
+        release.set()  # the first run to end is qa's: only then does the tool return
 
     team.rt.runner.on_forget.insert(0, note)
     await team.idle()
