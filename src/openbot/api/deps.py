@@ -9,7 +9,9 @@ from fastapi import Depends, Request
 from openbot.runtime.engine import Runtime
 
 
-def get_runtime(request: Request) -> Runtime:
+async def get_runtime(request: Request) -> Runtime:
+    """Async, as every dependency here: FastAPI runs a plain ``def`` dependency on a worker thread,
+    a thread hop per request for one attribute read."""
     runtime: Runtime = request.app.state.runtime
     return runtime
 

@@ -84,7 +84,7 @@ def _missing(request: Request, endpoint: object) -> str:
     return message
 
 
-def current(request: Request) -> Principal:
+async def current(request: Request) -> Principal:
     """The principal :func:`authenticate` resolved for this request."""
     principal: Principal = getattr(request.state, "principal", ADMIN)
     return principal
