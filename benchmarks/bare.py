@@ -60,6 +60,12 @@ class Todo(BaseModel):
     status: Literal["pending", "in_progress", "completed"] = "pending"
 
 
+# Written out: a docstring nested one level deeper would be indented differently.
+_SCHEDULE_MESSAGE = """Post `content` to yourself in this thread once, later: at `at` (ISO 8601 time, read in
+    `timezone` when it has no offset) or in `in_seconds` seconds. Use it for reminders and
+    follow-ups; you will be woken with that message."""
+
+
 def noop_tools() -> list[BaseTool]:
     """The built-in tools' names, descriptions and argument shapes, doing nothing."""
 
@@ -88,7 +94,13 @@ def noop_tools() -> list[BaseTool]:
         """Replace your todo list for this thread. It is shown to you at the start of every run here."""
         return ""
 
-    tools = [list_bots, ask_human, read_history, recall_messages, todo_write]
+    @tool(description=_SCHEDULE_MESSAGE)
+    async def schedule_message(
+        content: str, at: str | None = None, in_seconds: float | None = None, timezone: str = "UTC"
+    ) -> str:
+        return ""
+
+    tools = [list_bots, ask_human, read_history, recall_messages, todo_write, schedule_message]
     assert tuple(t.name for t in tools) == BUILTIN_TOOLS, "the built-in tools changed: update this copy"
     return tools
 
