@@ -174,3 +174,27 @@ async def test_two_questions_in_one_turn_resume_together(team: Team) -> None:
     await team.idle()
     assert [r.status for r in await team.runs(thread)] == ["completed"]
     assert (await team.messages(thread))[-1]["content"] == "got main"
+
+
+async def test_bots_of_one_shape_share_a_compiled_agent_and_each_answers_as_itself(team: Team) -> None:
+    """The agent cache is keyed by what the graph is built from, not by the bot: bots with the same
+    tools share one compiled graph, and each run still gets its own model and system prompt."""
+    prompts: dict[str, str] = {}
+
+    async def seen(claim: Claim, prepared: Prepared) -> None:
+        prompts[claim.bot_handle] = prepared.system_prompt
+
+    team.on_prepared(seen)
+    await team.script(
+        "engineer", [{"match": "ping", "reply": "engineer here"}], tools=[], workspace_access="read"
+    )
+    await team.script("qa", [{"match": "ping", "reply": "qa here"}], tools=[], workspace_access="read")
+    await team.script("reviewer", [{"match": "ping", "reply": "reviewer here"}], tools=["save_draft"])
+    thread = await team.thread()
+    await team.post(thread, "@engineer @qa @reviewer ping")
+    await team.idle()
+    replies = {m["content"] for m in (await team.messages(thread))[1:]}
+    assert replies == {"engineer here", "qa here", "reviewer here"}
+    assert len(team.rt.runner.agents) == 2  # engineer and qa share one graph; reviewer has a tool more
+    assert "@engineer" in prompts["engineer"] and "@qa" in prompts["qa"]
+    assert prompts["engineer"] != prompts["qa"]

@@ -1,8 +1,8 @@
 """Assembling a bot's agent: LangChain ``create_agent`` with OpenBot's middleware (DESIGN §4).
 
-Compiled agents are cached per bot profile version; the run's own model and system prompt are
-swapped into every model call from the runtime context, so one compiled agent serves every run
-of a profile.
+Compiled agents are cached by their shape (the tools, approvals and limits they are built with);
+the run's own model and system prompt are swapped into every model call from the runtime
+context, so one compiled agent serves every run of every bot of that shape.
 """
 
 from __future__ import annotations
@@ -33,14 +33,20 @@ from openbot.core.model_errors import classify_model_error
 from openbot.runtime.runner.bounds import ToolBounds
 from openbot.runtime.tools.context import RunContext
 from openbot.runtime.tools.registry import ToolRegistry
-from openbot.store.models import Actor, BotProfile
+from openbot.store.models import BotProfile
 
 _CACHED_AGENTS = 256
 
 
 class AgentCache:
-    """Compiled agents by (bot, profile version, approval tools, model-call limit, registry
-    version), least recent out: a tool appearing or leaving (an MCP server up or down) rebuilds."""
+    """Compiled agents by shape, least recent out.
+
+    The shape is everything the graph is built from: the tools the profile grants (by name, with
+    the registry's version, so a tool appearing or leaving, an MCP server up or down, rebuilds),
+    its approval tools and its model-call limit. The model and the system prompt are not part of
+    it (``_RunScoped`` swaps the run's own into every call), so a team of bots with the same tools
+    compiles one graph, not one per bot: compiling costs several milliseconds, a run about as much.
+    """
 
     def __init__(
         self, settings: Settings, registry: ToolRegistry, checkpointer: BaseCheckpointSaver[str]
@@ -50,11 +56,16 @@ class AgentCache:
         self.checkpointer = checkpointer
         self._agents: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
 
-    def agent_for(self, bot: Actor, profile: BotProfile, model: BaseChatModel) -> Any:
+    def __len__(self) -> int:
+        """Compiled agents held."""
+        return len(self._agents)
+
+    def agent_for(self, profile: BotProfile, model: BaseChatModel) -> Any:
         settings = dict(profile.model_settings or {})
         limit = int(settings.get("max_model_calls", self.settings.max_model_calls))
         approvals = self.registry.expand(profile.approval_tools or [])
-        key = (bot.id, profile.version, approvals, limit, profile.memory_enabled, self.registry.version)
+        grants = (tuple(profile.tools or ()), profile.workspace_access, profile.memory_enabled)
+        key = (grants, approvals, limit, self.registry.version)
         agent = self._agents.get(key)
         if agent is not None:
             self._agents.move_to_end(key)

@@ -99,7 +99,7 @@ class Runner:
         )
         profile = prepared.profile
         await self.tools.ready([*(profile.tools or ()), *(profile.approval_tools or ())])  # MCP starting
-        agent = self.agents.agent_for(prepared.bot, prepared.profile, model)
+        agent = self.agents.agent_for(prepared.profile, model)
         env = ToolEnv(
             self.db, claim.bot_id, claim.bot_handle, claim.thread_id, claim.run_id, self._workspace(prepared)
         )
