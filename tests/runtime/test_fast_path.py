@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
 from sqlalchemy import bindparam, select, update
+from sqlalchemy.exc import IntegrityError
 
 from conftest import Team
 from openbot.core.ids import new_id
@@ -79,3 +81,60 @@ async def test_statements_on_the_fast_path_are_seen_by_the_listeners(rt: Runtime
     finally:
         fast.statement_listeners.remove(record)
     assert len(seen) == 1 and "FROM messages" in seen[0]
+
+
+def _message(thread: str, content: str, message_id: str | None = None) -> Message:
+    return Message(
+        id=message_id or new_id("msg"),
+        thread_id=thread,
+        sender_id=None,
+        content=content,
+        mentions=[],
+        hop=0,
+        metadata_={},
+        created_at=datetime(2026, 12, 1, 9, 30, 0, tzinfo=UTC),
+    )
+
+
+async def test_writes_held_for_one_round_trip_come_before_every_read_and_the_commit(
+    rt: Runtime, team: Team
+) -> None:
+    """On PostgreSQL a write without RETURNING waits for the next round trip; whatever the
+    transaction reads next (fast path or ORM) sees it, and a rollback drops it (on SQLite every
+    statement runs at once: the same assertions hold)."""
+    thread = await team.thread()
+    first, second = _message(thread, "one"), _message(thread, "two")
+    async with rt.db.transaction() as s:
+        await fast.insert(s, first)
+        await fast.execute(s, _BUMP, {"id": first.id})
+        rows = await fast.execute(s, _BY_THREAD, {"thread_id": thread, "ids": [first.id]})
+        assert [(row.id, row.hop) for row in rows] == [(first.id, 1)]  # a fast read sees both
+        await fast.insert(s, second)
+        assert await s.get(Message, second.id) is not None  # and so does the ORM
+    with pytest.raises(RuntimeError):
+        async with rt.db.transaction() as s:
+            dropped = _message(thread, "dropped")
+            await fast.insert(s, dropped)
+            raise RuntimeError("changed my mind")
+    async with rt.db.read() as s:
+        contents = (await s.scalars(select(Message.content).where(Message.thread_id == thread))).all()
+    assert sorted(contents) == ["one", "two"]
+
+
+async def test_a_held_write_that_fails_fails_its_transaction_with_the_usual_error(
+    rt: Runtime, team: Team
+) -> None:
+    thread = await team.thread()
+    taken = _message(thread, "first")
+    async with rt.db.transaction() as s:
+        await fast.insert(s, taken)
+    after = _message(thread, "never written")
+    with pytest.raises(IntegrityError):
+        async with rt.db.transaction() as s:
+            await fast.insert(s, after)
+            await fast.insert(s, _message(thread, "duplicate", message_id=taken.id))
+    async with rt.db.read() as s:
+        contents = (await s.scalars(select(Message.content).where(Message.thread_id == thread))).all()
+    assert contents == ["first"]  # nothing of the failed transaction was written
+    async with rt.db.transaction() as s:  # and the connection it used works as before
+        await fast.insert(s, _message(thread, "later"))

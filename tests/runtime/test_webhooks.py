@@ -58,7 +58,9 @@ async def test_a_delivery_is_signed_with_the_secret_and_carries_the_message(
     rt: Runtime, team: Team, receiver: Receiver
 ) -> None:
     await _external(rt, receiver.url)
-    thread_id = await _post_to_hook(team, "deploy done")
+    # Addressed to @hook only: no bot wakes (the thread's default bot would answer "deploy done",
+    # and its reply would be a second delivery racing this one).
+    thread_id = await _post_to_hook(team, "@hook deploy done")
     await rt.webhooks.deliver_due()  # the loop may have sent it already: either way, once
     (request,) = receiver.requests
     (row,) = await _deliveries(rt)
@@ -70,7 +72,7 @@ async def test_a_delivery_is_signed_with_the_secret_and_carries_the_message(
     body = request.json
     assert request.headers["x-openbot-delivery"] == body["delivery_id"] == row.id
     assert body["type"] == "message.created"
-    assert body["thread"]["id"] == thread_id and body["message"]["content"] == "deploy done"
+    assert body["thread"]["id"] == thread_id and body["message"]["content"] == "@hook deploy done"
     assert body["message"]["sender"]["handle"] == "you"
     assert int(timestamp) == int(rt.clock.now().timestamp())
 

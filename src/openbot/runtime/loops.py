@@ -24,6 +24,16 @@ async def background(loop: Coroutine[Any, Any, None], name: str) -> AsyncIterato
             await task
 
 
+def stop_if_cancelled() -> None:
+    """Call first in a loop's ``except Exception``: if this task was cancelled while the pass ran
+    and the cancellation surfaced as another error (a driver interrupted mid-statement, then a
+    connection invalidated on the way out), stop as cancelled. A loop that swallows its own
+    cancellation never ends, and whoever cancelled it waits for it forever."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+
+
 async def sleep_or_wake(clock: Clock, seconds: float, wake: asyncio.Event) -> None:
     """Until ``seconds`` pass on ``clock`` or ``wake`` is set, whichever comes first (a wake-up
     that came while the caller worked ends the sleep at once); ``wake`` is cleared."""

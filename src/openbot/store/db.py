@@ -96,8 +96,19 @@ class Database:
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncSession]:
         """One session, one transaction: committed on success, rolled back on error."""
-        async with self.sessions() as session, session.begin():
-            yield session
+        if self.dialect.shared:
+            async with self.sessions() as session, session.begin():
+                yield session
+            return
+        # SQLite runs inline (``store.inline_sqlite``): closing the session never suspends, so a
+        # cancellation cannot land in the middle of it, and the task and shield the session's own
+        # ``__aexit__`` puts around its close (an event-loop turn per transaction) buy nothing.
+        session = self.sessions()
+        try:
+            async with session.begin():
+                yield session
+        finally:
+            await session.close()
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncSession]:

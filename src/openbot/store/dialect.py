@@ -126,7 +126,13 @@ class PostgresDialect(Dialect):
         return {"pool_size": 10, "max_overflow": 20, "pool_pre_ping": True}
 
     def configure(self, engine: AsyncEngine, *, writer: bool) -> None:
-        pass
+        """Writes the fast path holds back (``fast.send_pending``) go before anything else the
+        connection sends, and before its commit; a rollback drops them."""
+        sync = engine.sync_engine
+        event.listen(sync, "before_cursor_execute", lambda conn, *_: fast.send_pending_now(conn))
+        event.listen(sync, "commit", fast.send_pending_now)
+        event.listen(sync, "rollback", fast.drop_pending)
+        event.listen(sync.pool, "checkin", lambda _dbapi, record: record.info.pop(fast.PENDING, None))
 
     async def lock_bot(self, session: AsyncSession, bot_id: str) -> None:
         # NO KEY UPDATE: serialises claimers of this bot without blocking the foreign-key checks

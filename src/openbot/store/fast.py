@@ -10,7 +10,12 @@ hot units (post, claim, prepare, finish) run their statements here:
 * it runs on the connection of the session's transaction, so it commits or rolls back with
   everything else the transaction wrote;
 * on SQLite the call is synchronous (``store.inline_sqlite``: no thread hop, no greenlet switch);
-  on PostgreSQL it is one awaited psycopg call, prepared server-side after a few executions.
+  on PostgreSQL it is one awaited psycopg call, prepared server-side after a few executions;
+* on PostgreSQL a write whose result nobody reads (an INSERT or UPDATE without RETURNING) is not
+  sent at once: it waits, with the transaction's other such writes, for the next statement that
+  returns rows, any statement the ORM sends, or the commit, and they all go in one psycopg
+  pipeline (one round trip). What the transaction reads, or commits, always comes after every
+  write before it; a write's error surfaces at that point, as the same SQLAlchemy exception.
 
 Rows come back as plain tuples (named by ``Row``-like attribute access through :class:`Record`),
 never as ORM objects: nothing is added to the session's identity map, so a unit that reads here
@@ -33,7 +38,8 @@ from sqlalchemy.sql.expression import ClauseElement
 
 from openbot.store.inline_sqlite import sqlite_of
 
-_DRIVER = "openbot_driver"  # (transaction, driver connection) of the session's current transaction
+_DRIVER = "openbot_driver"  # (transaction, driver connection, its info) of the session's transaction
+PENDING = "openbot_pending"  # Connection.info: writes waiting for the next round trip (PostgreSQL)
 
 Processor = Callable[[Any], Any]
 
@@ -172,30 +178,90 @@ def _dialect(session: AsyncSession) -> SADialect:
     return bind.dialect
 
 
+async def send_pending(driver: Any, info: dict[str, Any]) -> None:
+    """Send the writes waiting on this connection, in order, in one pipeline (one round trip)."""
+    pending = info.pop(PENDING, None)
+    if not pending:
+        return
+    text, params = pending[0]
+    try:
+        async with driver.pipeline():
+            for text, params in pending:
+                if statement_listeners:
+                    sent(text, params)
+                await driver.execute(text, params)
+    except Exception as error:
+        raise _as_sqlalchemy(error, text, params) from error
+
+
+def _as_sqlalchemy(error: Exception, text: str, params: Any) -> Exception:
+    """A driver's error as SQLAlchemy raises it (``IntegrityError``, …), so the fast path fails
+    the way the ORM does; anything else as it came."""
+    import psycopg
+    from sqlalchemy.exc import DBAPIError
+
+    for base in (sqlite3.Error, psycopg.Error):
+        if isinstance(error, base):
+            return DBAPIError.instance(text, params, error, base)
+    return error
+
+
+def send_pending_now(connection: Any) -> None:
+    """The engine hook (``Dialect.configure``): before the ORM's own statements and the commit,
+    send what waits, from inside SQLAlchemy's synchronous code."""
+    info = connection.info
+    if info.get(PENDING):
+        from sqlalchemy.util import await_only
+
+        await_only(send_pending(connection.connection.driver_connection, info))
+
+
+def drop_pending(connection: Any) -> None:
+    """A rollback: what waits was never sent, and never will be. (A connection invalidated under
+    an interrupted statement has no ``info`` to read any more; the pool's check-in clears it.)"""
+    if not (connection.invalidated or connection.closed):
+        connection.info.pop(PENDING, None)
+
+
 async def _run(driver: Any, text: str, params: Any) -> Sequence[Sequence[Any]]:
     """One statement on the driver (a :mod:`sqlite3` connection or psycopg's); its rows, if any."""
     if statement_listeners:
         sent(text, params)
-    if isinstance(driver, sqlite3.Connection):  # synchronous: no thread hop (store.inline_sqlite)
-        cursor = driver.execute(text, params)
-        return cursor.fetchall() if cursor.description else ()
-    cursor = await driver.execute(text, params)  # psycopg
-    return await cursor.fetchall() if cursor.description else ()
+    try:
+        if isinstance(driver, sqlite3.Connection):  # synchronous: no thread hop (store.inline_sqlite)
+            cursor = driver.execute(text, params)
+            return cursor.fetchall() if cursor.description else ()
+        acursor = await driver.execute(text, params)  # psycopg
+        return await acursor.fetchall() if acursor.description else ()
+    except Exception as error:
+        raise _as_sqlalchemy(error, text, params) from error
 
 
-async def _driver(session: AsyncSession) -> Any:
+async def _driver(session: AsyncSession) -> tuple[Any, dict[str, Any]]:
     """The driver connection of the session's current transaction (begun here if need be): on
-    SQLite the :mod:`sqlite3` connection under ``store.inline_sqlite``."""
+    SQLite the :mod:`sqlite3` connection under ``store.inline_sqlite``; and its ``info``."""
     sync = session.sync_session
     cached = sync.info.get(_DRIVER)
     transaction = sync.get_transaction()
     if cached is not None and transaction is not None and cached[0] is transaction:
-        return cached[1]
+        return cached[1], cached[2]
     connection = await session.connection()
     fairy = await connection.get_raw_connection()
     driver = sqlite_of(fairy.driver_connection) or fairy.driver_connection
-    sync.info[_DRIVER] = (sync.get_transaction(), driver)
-    return driver
+    sync.info[_DRIVER] = (sync.get_transaction(), driver, connection.info)
+    return driver, connection.info
+
+
+async def _send(driver: Any, info: dict[str, Any], text: str, params: Any, *, rows: bool) -> Sequence[Any]:
+    """Run one statement of a session's transaction; on PostgreSQL a write without rows waits
+    for the next round trip (``send_pending``)."""
+    if isinstance(driver, sqlite3.Connection):
+        return await _run(driver, text, params)
+    if not rows:
+        info.setdefault(PENDING, []).append((text, params))
+        return ()
+    await send_pending(driver, info)
+    return await _run(driver, text, params)
 
 
 class Reader:
@@ -219,14 +285,15 @@ async def execute(
     Pending ORM work is flushed first, so the statement sees everything the unit wrote before it.
     """
     if isinstance(session, Reader):
-        driver, dialect = session.connection, session.dialect
-    else:
-        if not session.sync_session._is_clean():
-            await session.flush()
-        driver, dialect = await _driver(session), _dialect(session)
-    compiled = sql.compiled(dialect)
+        compiled = sql.compiled(session.dialect)
+        text, values = _params(compiled, params or {})
+        return _rows(compiled, await _run(session.connection, text, values))
+    if not session.sync_session._is_clean():
+        await session.flush()
+    driver, info = await _driver(session)
+    compiled = sql.compiled(_dialect(session))
     text, values = _params(compiled, params or {})
-    return _rows(compiled, await _run(driver, text, values))
+    return _rows(compiled, await _send(driver, info, text, values, rows=compiled.record is not None))
 
 
 async def first(session: AsyncSession | Reader, sql: Sql, params: Mapping[str, Any] | None = None) -> Any:
@@ -347,14 +414,14 @@ async def insert_rows(
         return []
     if not session.sync_session._is_clean():
         await session.flush()
-    driver = await _driver(session)
+    driver, info = await _driver(session)
     shape = rows_of(table, _dialect(session))
     keys: list[Any] = []
     for start in range(0, len(rows), CHUNK):
         chunk = rows[start : start + CHUNK]
         params = [value for row in chunk for value in shape.values(row)]
         text = shape.sql(len(chunk), returning)
-        keys.extend(sorted(row[0] for row in await _run(driver, text, params)))
+        keys.extend(sorted(row[0] for row in await _send(driver, info, text, params, rows=returning)))
     return keys
 
 

@@ -26,7 +26,7 @@ from openbot.core.gate_input import Line, prompt
 from openbot.core.scheduling import ItemKind
 from openbot.runtime.delivery.inbox import enqueue
 from openbot.runtime.engagement.gate_script import Verdict, scripted_verdict
-from openbot.runtime.loops import background, sleep_or_wake
+from openbot.runtime.loops import background, sleep_or_wake, stop_if_cancelled
 from openbot.runtime.runner.models import build_chat_model
 from openbot.store.db import Database
 from openbot.store.journal import log_activity
@@ -184,6 +184,7 @@ class Tier2:
                 if not self.paused:
                     await self.classify_pending()
             except Exception:  # supervision boundary: the next pass tries again
+                stop_if_cancelled()
                 log.exception("tier-2 pass failed")
             await self._sleep(self.poll_seconds)
 

@@ -26,7 +26,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import select
 
 from openbot.config import Settings
-from openbot.runtime.loops import background
+from openbot.runtime.loops import background, stop_if_cancelled
 from openbot.runtime.memory import consolidation, decay, store
 from openbot.runtime.memory.consolidation import DecisionView
 from openbot.runtime.memory.decay import MaintainView
@@ -85,6 +85,7 @@ class MemoryUpkeep:
             try:
                 await self.step()
             except Exception:  # supervision boundary: the next pass tries again
+                stop_if_cancelled()
                 log.exception("memory upkeep pass failed")
 
     async def step(self) -> None:

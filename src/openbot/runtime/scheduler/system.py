@@ -20,6 +20,7 @@ from openbot.config import Settings
 from openbot.core.states import IN_FLIGHT_RUNS, ItemStatus
 from openbot.runtime.delivery.post import Delivery
 from openbot.runtime.governor.admission import Admission
+from openbot.runtime.loops import stop_if_cancelled
 from openbot.runtime.runner.runner import Runner
 from openbot.runtime.runs.claim import Claim, claim_next
 from openbot.runtime.runs.outcome import Outcome
@@ -145,6 +146,7 @@ class ActorSystem:
             try:
                 await self.wake_queued()
             except Exception:  # supervision boundary: the maintenance poll tries again
+                stop_if_cancelled()
                 log.exception("poll after an announcement failed")
 
     def pause(self) -> None:
@@ -203,6 +205,7 @@ class ActorSystem:
             try:
                 await self.maintain()
             except Exception:  # supervision boundary: the next pass tries again
+                stop_if_cancelled()
                 log.exception("maintenance pass failed")
 
     # ── idleness, for tests and the CLI ──────────────────────────────────────────────────────

@@ -6,6 +6,8 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
+from openbot.runtime.loops import stop_if_cancelled
+
 if TYPE_CHECKING:
     from openbot.runtime.scheduler.system import ActorSystem
 
@@ -37,6 +39,7 @@ class BotWorker:
                 await self.drain()
                 self.failures = 0
             except Exception:  # supervision boundary: a bad claim must not stop the system
+                stop_if_cancelled()
                 self.failures += 1
                 retry = self.failures <= _RETRIES
                 log.exception(

@@ -23,7 +23,7 @@ from openbot.runtime.automations import definitions, firing
 from openbot.runtime.automations.commands import AutomationCreate, AutomationUpdate
 from openbot.runtime.automations.views import AutomationView, OccurrenceView, occurrence_view
 from openbot.runtime.delivery.post import Delivery
-from openbot.runtime.loops import background
+from openbot.runtime.loops import background, stop_if_cancelled
 from openbot.store.db import Database
 from openbot.store.models import Automation, AutomationOccurrence
 
@@ -161,6 +161,7 @@ class AutomationService:
                     await self.fire_due()
                     wait = await self.next_due()
             except Exception:  # supervision boundary: the next pass tries again
+                stop_if_cancelled()
                 log.exception("automation pass failed")
                 wait = None
             pause = self.poll_seconds if wait is None else min(self.poll_seconds, max(wait, 0.01))

@@ -26,7 +26,7 @@ from sqlalchemy import func, select
 from openbot.config import Settings
 from openbot.core import signing
 from openbot.core.errors import InvalidArgument
-from openbot.runtime.loops import background, sleep_or_wake
+from openbot.runtime.loops import background, sleep_or_wake, stop_if_cancelled
 from openbot.runtime.webhooks import outbox
 from openbot.runtime.webhooks.sender import Sender
 from openbot.store.db import Database, now
@@ -181,6 +181,7 @@ class Webhooks:
                 await self.deliver_due()
                 due = await self.next_due()
             except Exception:  # supervision boundary: the next pass tries again
+                stop_if_cancelled()
                 log.exception("webhook delivery pass failed")
                 due = None
             wait = self.settings.poll_seconds
