@@ -40,6 +40,7 @@ from openbot.store.inline_sqlite import sqlite_of
 
 _DRIVER = "openbot_driver"  # (transaction, driver connection, its info) of the session's transaction
 PENDING = "openbot_pending"  # Connection.info: writes waiting for the next round trip (PostgreSQL)
+_IDLE = 0  # psycopg's pq.TransactionStatus.IDLE: no transaction open yet (its BEGIN is still to send)
 
 Processor = Callable[[Any], Any]
 
@@ -253,15 +254,28 @@ async def _driver(session: AsyncSession) -> tuple[Any, dict[str, Any]]:
 
 
 async def _send(driver: Any, info: dict[str, Any], text: str, params: Any, *, rows: bool) -> Sequence[Any]:
-    """Run one statement of a session's transaction; on PostgreSQL a write without rows waits
-    for the next round trip (``send_pending``)."""
+    """Run one statement of a session's transaction. On PostgreSQL a write without rows waits for
+    the next round trip (``send_pending``); a statement with rows takes the waiting writes, and
+    the transaction's BEGIN if it is the first, along in one pipeline: one round trip for all."""
     if isinstance(driver, sqlite3.Connection):
         return await _run(driver, text, params)
     if not rows:
         info.setdefault(PENDING, []).append((text, params))
         return ()
-    await send_pending(driver, info)
-    return await _run(driver, text, params)
+    pending = info.pop(PENDING, None) or []
+    if not pending and driver.info.transaction_status != _IDLE:
+        return await _run(driver, text, params)
+    pending.append((text, params))
+    try:
+        async with driver.pipeline():
+            for text, params in pending:
+                if statement_listeners:
+                    sent(text, params)
+                cursor = await driver.execute(text, params)
+            found: Sequence[Any] = await cursor.fetchall()
+    except Exception as error:
+        raise _as_sqlalchemy(error, text, params) from error
+    return found
 
 
 class Reader:
