@@ -49,7 +49,7 @@ from openbot.runtime.engine import Runtime
 from openbot.runtime.runner import runner
 from openbot.runtime.runs import outcome
 from openbot.runtime.scheduler import execution, system
-from openbot.store import fast
+from openbot.store import driver
 from openbot.store.db import sync_url
 from openbot.store.models import Actor
 
@@ -94,7 +94,7 @@ class PhaseTimers:
         watched = [engine.sync_engine for engine in throughput.engines(self.rt.db)]
         for engine in watched:
             event.listen(engine, "before_cursor_execute", self._count)
-        fast.statement_listeners.append(self._count)
+        driver.statement_listeners.append(self._count)
         try:
             for label, where, name in STEPS:
                 owner = where(self.rt)
@@ -106,7 +106,7 @@ class PhaseTimers:
                 setattr(owner, name, self._timed(label, original))
             yield self
         finally:
-            fast.statement_listeners.remove(self._count)
+            driver.statement_listeners.remove(self._count)
             for engine in watched:
                 event.remove(engine, "before_cursor_execute", self._count)
             for owner, name, original, own in reversed(restore):

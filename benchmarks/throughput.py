@@ -38,7 +38,7 @@ from openbot.runtime import threads
 from openbot.runtime.commands import BotCreate, ThreadCreate
 from openbot.runtime.engine import Runtime
 from openbot.runtime.team import create_bot, get_actor
-from openbot.store import fast
+from openbot.store import driver
 from openbot.store.db import Database
 from openbot.store.migrate import upgrade
 from openbot.store.models import Actor, Base, Message, Run
@@ -89,14 +89,14 @@ class DbCounter:
         for engine in self._engines:
             for name, hook in self._hooks:
                 event.listen(engine, name, hook)
-        fast.statement_listeners.append(self._sent)
+        driver.statement_listeners.append(self._sent)
         return self
 
     def _sent(self, *_statement: Any) -> None:
         self.counts.update(["statements"])
 
     def __exit__(self, *_exc: object) -> None:
-        fast.statement_listeners.remove(self._sent)
+        driver.statement_listeners.remove(self._sent)
         for engine in self._engines:
             for name, hook in self._hooks:
                 event.remove(engine, name, hook)

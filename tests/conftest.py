@@ -31,7 +31,7 @@ from openbot.runtime.engine import Runtime  # noqa: E402
 from openbot.runtime.runner.prepare import Prepared  # noqa: E402
 from openbot.runtime.runs.claim import Claim  # noqa: E402
 from openbot.runtime.team import get_actor, update_bot  # noqa: E402
-from openbot.store import fast  # noqa: E402
+from openbot.store import driver  # noqa: E402
 from openbot.store.db import Database  # noqa: E402
 from openbot.store.models import Base, InboxItem, Message, Run, Thread  # noqa: E402
 
@@ -69,11 +69,11 @@ def watch_statements(db: Database, seen: Callable[[str, Any], None]) -> Iterator
     engines = {db.engine.sync_engine, db.read_engine.sync_engine}
     for engine in engines:
         event.listen(engine, "before_cursor_execute", record)
-    fast.statement_listeners.append(seen)
+    driver.statement_listeners.append(seen)
     try:
         yield
     finally:
-        fast.statement_listeners.remove(seen)
+        driver.statement_listeners.remove(seen)
         for engine in engines:
             event.remove(engine, "before_cursor_execute", record)
 

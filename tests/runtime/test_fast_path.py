@@ -12,7 +12,7 @@ from sqlalchemy.exc import IntegrityError
 from conftest import Team
 from openbot.core.ids import new_id
 from openbot.runtime.engine import Runtime
-from openbot.store import fast
+from openbot.store import driver, fast
 from openbot.store.models import Message
 
 _BY_THREAD = fast.Sql(
@@ -74,12 +74,12 @@ async def test_statements_on_the_fast_path_are_seen_by_the_listeners(rt: Runtime
     def record(sql: str, _params: object) -> None:
         seen.append(sql)
 
-    fast.statement_listeners.append(record)
+    driver.statement_listeners.append(record)
     try:
         async with rt.db.reader() as r:
             await fast.execute(r, _HOP_ZERO, {"thread_id": thread})
     finally:
-        fast.statement_listeners.remove(record)
+        driver.statement_listeners.remove(record)
     assert len(seen) == 1 and "FROM messages" in seen[0]
 
 

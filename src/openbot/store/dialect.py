@@ -21,7 +21,7 @@ from sqlalchemy import Select, TextClause, bindparam, event, make_url, select, t
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.orm import Session
 
-from openbot.store import fast
+from openbot.store import driver, fast
 from openbot.store.inline_sqlite import sqlite_of
 from openbot.store.memory_index import Fts5Index, LexicalIndex, TsvectorIndex
 from openbot.store.message_index import Fts5MessageIndex, MessageIndex, TsvectorMessageIndex
@@ -81,13 +81,13 @@ class Dialect:
         session.flush()  # every other write of the transaction first
         connection = session.connection()
         shape = fast.rows_of(fast.table_of(cls), connection.dialect)
-        driver = _sqlite(connection.connection.driver_connection)
+        sqlite = _sqlite(connection.connection.driver_connection)
         for start in range(0, len(rows), fast.CHUNK):
             chunk = rows[start : start + fast.CHUNK]
             params = [value for row in chunk for value in shape.values(row, fast.attribute)]
             sql = shape.sql(len(chunk), returning=True)
-            ids = sorted(row[0] for row in driver.execute(sql, params))
-            fast.sent(sql, params)
+            ids = sorted(row[0] for row in sqlite.execute(sql, params))
+            driver.sent(sql, params)
             for row, id_ in zip(chunk, ids, strict=True):
                 row.id = id_
 
@@ -126,13 +126,13 @@ class PostgresDialect(Dialect):
         return {"pool_size": 10, "max_overflow": 20, "pool_pre_ping": True}
 
     def configure(self, engine: AsyncEngine, *, writer: bool) -> None:
-        """Writes the fast path holds back (``fast.send_pending``) go before anything else the
+        """Writes the fast path holds back (``driver.send_pending``) go before anything else the
         connection sends, and before its commit; a rollback drops them."""
         sync = engine.sync_engine
-        event.listen(sync, "before_cursor_execute", lambda conn, *_: fast.send_pending_now(conn))
-        event.listen(sync, "commit", fast.send_pending_now)
-        event.listen(sync, "rollback", fast.drop_pending)
-        event.listen(sync.pool, "checkin", lambda _dbapi, record: record.info.pop(fast.PENDING, None))
+        event.listen(sync, "before_cursor_execute", lambda conn, *_: driver.send_pending_now(conn))
+        event.listen(sync, "commit", driver.send_pending_now)
+        event.listen(sync, "rollback", driver.drop_pending)
+        event.listen(sync.pool, "checkin", lambda _dbapi, record: record.info.pop(driver.PENDING, None))
 
     async def lock_bot(self, session: AsyncSession, bot_id: str) -> None:
         # NO KEY UPDATE: serialises claimers of this bot without blocking the foreign-key checks
@@ -318,4 +318,4 @@ def _configure_sqlite(engine: AsyncEngine, *, immediate: bool) -> None:
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(conn: Any) -> None:
         _sqlite(conn.connection.driver_connection).execute(begin)
-        fast.sent(begin)
+        driver.sent(begin)

@@ -9,13 +9,8 @@ hot units (post, claim, prepare, finish) run their statements here:
   conversions the ORM applies, so rows written here read back identically through the ORM;
 * it runs on the connection of the session's transaction, so it commits or rolls back with
   everything else the transaction wrote;
-* on SQLite the call is synchronous (``store.inline_sqlite``: no thread hop, no greenlet switch);
-  on PostgreSQL it is one awaited psycopg call, prepared server-side after a few executions;
-* on PostgreSQL a write whose result nobody reads (an INSERT or UPDATE without RETURNING) is not
-  sent at once: it waits, with the transaction's other such writes, for the next statement that
-  returns rows, any statement the ORM sends, or the commit, and they all go in one psycopg
-  pipeline (one round trip). What the transaction reads, or commits, always comes after every
-  write before it; a write's error surfaces at that point, as the same SQLAlchemy exception.
+* ``store.driver`` sends it: synchronously on SQLite; on PostgreSQL as psycopg calls, prepared
+  server-side after a few executions, the writes without results held and pipelined.
 
 Rows come back as plain tuples (named by ``Row``-like attribute access through :class:`Record`),
 never as ORM objects: nothing is added to the session's identity map, so a unit that reads here
@@ -24,7 +19,6 @@ must also write here (or flush first: :func:`execute` flushes pending ORM work b
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import groupby
@@ -36,23 +30,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.expression import ClauseElement
 
-from openbot.store.inline_sqlite import sqlite_of
-
-_DRIVER = "openbot_driver"  # (transaction, driver connection, its info) of the session's transaction
-PENDING = "openbot_pending"  # Connection.info: writes waiting for the next round trip (PostgreSQL)
-_IDLE = 0  # psycopg's pq.TransactionStatus.IDLE: no transaction open yet (its BEGIN is still to send)
+from openbot.store import driver
 
 Processor = Callable[[Any], Any]
-
-#: Called with the SQL and parameters of every statement sent to a driver here (the benchmarks
-#: count statements with it; SQLAlchemy's own ``before_cursor_execute`` does not see these).
-statement_listeners: list[Callable[[str, Any], None]] = []
-
-
-def sent(sql: str, params: Any = ()) -> None:
-    """Tell the statement listeners that a statement went to a driver."""
-    for listener in statement_listeners:
-        listener(sql, params)
 
 
 class Record(tuple[Any, ...]):
@@ -179,105 +159,6 @@ def _dialect(session: AsyncSession) -> SADialect:
     return bind.dialect
 
 
-async def send_pending(driver: Any, info: dict[str, Any]) -> None:
-    """Send the writes waiting on this connection, in order, in one pipeline (one round trip)."""
-    pending = info.pop(PENDING, None)
-    if not pending:
-        return
-    text, params = pending[0]
-    try:
-        async with driver.pipeline():
-            for text, params in pending:
-                if statement_listeners:
-                    sent(text, params)
-                await driver.execute(text, params)
-    except Exception as error:
-        raise _as_sqlalchemy(error, text, params) from error
-
-
-def _as_sqlalchemy(error: Exception, text: str, params: Any) -> Exception:
-    """A driver's error as SQLAlchemy raises it (``IntegrityError``, …), so the fast path fails
-    the way the ORM does; anything else as it came."""
-    import psycopg
-    from sqlalchemy.exc import DBAPIError
-
-    for base in (sqlite3.Error, psycopg.Error):
-        if isinstance(error, base):
-            return DBAPIError.instance(text, params, error, base)
-    return error
-
-
-def send_pending_now(connection: Any) -> None:
-    """The engine hook (``Dialect.configure``): before the ORM's own statements and the commit,
-    send what waits, from inside SQLAlchemy's synchronous code."""
-    info = connection.info
-    if info.get(PENDING):
-        from sqlalchemy.util import await_only
-
-        await_only(send_pending(connection.connection.driver_connection, info))
-
-
-def drop_pending(connection: Any) -> None:
-    """A rollback: what waits was never sent, and never will be. (A connection invalidated under
-    an interrupted statement has no ``info`` to read any more; the pool's check-in clears it.)"""
-    if not (connection.invalidated or connection.closed):
-        connection.info.pop(PENDING, None)
-
-
-async def _run(driver: Any, text: str, params: Any) -> Sequence[Sequence[Any]]:
-    """One statement on the driver (a :mod:`sqlite3` connection or psycopg's); its rows, if any."""
-    if statement_listeners:
-        sent(text, params)
-    try:
-        if isinstance(driver, sqlite3.Connection):  # synchronous: no thread hop (store.inline_sqlite)
-            cursor = driver.execute(text, params)
-            return cursor.fetchall() if cursor.description else ()
-        acursor = await driver.execute(text, params)  # psycopg
-        return await acursor.fetchall() if acursor.description else ()
-    except Exception as error:
-        raise _as_sqlalchemy(error, text, params) from error
-
-
-async def _driver(session: AsyncSession) -> tuple[Any, dict[str, Any]]:
-    """The driver connection of the session's current transaction (begun here if need be): on
-    SQLite the :mod:`sqlite3` connection under ``store.inline_sqlite``; and its ``info``."""
-    sync = session.sync_session
-    cached = sync.info.get(_DRIVER)
-    transaction = sync.get_transaction()
-    if cached is not None and transaction is not None and cached[0] is transaction:
-        return cached[1], cached[2]
-    connection = await session.connection()
-    fairy = await connection.get_raw_connection()
-    driver = sqlite_of(fairy.driver_connection) or fairy.driver_connection
-    sync.info[_DRIVER] = (sync.get_transaction(), driver, connection.info)
-    return driver, connection.info
-
-
-async def _send(driver: Any, info: dict[str, Any], text: str, params: Any, *, rows: bool) -> Sequence[Any]:
-    """Run one statement of a session's transaction. On PostgreSQL a write without rows waits for
-    the next round trip (``send_pending``); a statement with rows takes the waiting writes, and
-    the transaction's BEGIN if it is the first, along in one pipeline: one round trip for all."""
-    if isinstance(driver, sqlite3.Connection):
-        return await _run(driver, text, params)
-    if not rows:
-        info.setdefault(PENDING, []).append((text, params))
-        return ()
-    pending = info.pop(PENDING, None) or []
-    if not pending and driver.info.transaction_status != _IDLE:
-        return await _run(driver, text, params)
-    pending.append((text, params))
-    try:
-        async with driver.pipeline():
-            for text, params in pending:
-                if statement_listeners:
-                    sent(text, params)
-                cursor = await driver.execute(text, params)
-            found: Sequence[Any] = await cursor.fetchall()
-    except Exception as error:
-        raise _as_sqlalchemy(error, text, params) from error
-    return found
-
-
 class Reader:
     """A read-only SQLite transaction on a plain :mod:`sqlite3` connection, no session around it
     (``Database.reader``): what the hot reads (prepare, the SSE fan-out's journal reads) need, at
@@ -301,13 +182,14 @@ async def execute(
     if isinstance(session, Reader):
         compiled = sql.compiled(session.dialect)
         text, values = _params(compiled, params or {})
-        return _rows(compiled, await _run(session.connection, text, values))
+        return _rows(compiled, await driver.run(session.connection, text, values))
     if not session.sync_session._is_clean():
         await session.flush()
-    driver, info = await _driver(session)
+    connection, info = await driver.connection_of(session)
     compiled = sql.compiled(_dialect(session))
     text, values = _params(compiled, params or {})
-    return _rows(compiled, await _send(driver, info, text, values, rows=compiled.record is not None))
+    found = await driver.send(connection, info, text, values, rows=compiled.record is not None)
+    return _rows(compiled, found)
 
 
 async def first(session: AsyncSession | Reader, sql: Sql, params: Mapping[str, Any] | None = None) -> Any:
@@ -428,14 +310,15 @@ async def insert_rows(
         return []
     if not session.sync_session._is_clean():
         await session.flush()
-    driver, info = await _driver(session)
+    connection, info = await driver.connection_of(session)
     shape = rows_of(table, _dialect(session))
     keys: list[Any] = []
     for start in range(0, len(rows), CHUNK):
         chunk = rows[start : start + CHUNK]
         params = [value for row in chunk for value in shape.values(row)]
         text = shape.sql(len(chunk), returning)
-        keys.extend(sorted(row[0] for row in await _send(driver, info, text, params, rows=returning)))
+        found = await driver.send(connection, info, text, params, rows=returning)
+        keys.extend(sorted(row[0] for row in found))
     return keys
 
 

@@ -1,0 +1,130 @@
+"""How the fast path's statements reach the database driver (``store.fast`` builds them).
+
+* On SQLite a statement runs synchronously on the :mod:`sqlite3` connection under
+  ``store.inline_sqlite``: no thread hop, no greenlet switch.
+* On PostgreSQL a write whose result nobody reads (an INSERT or UPDATE without RETURNING) is not
+  sent at once: it waits on its connection, with the transaction's other such writes, and they go
+  out in order in one psycopg pipeline (one round trip) with the next statement that returns
+  rows, or before any statement of the ORM, or before the commit (the engine hooks
+  :func:`send_pending_now` and :func:`drop_pending`, installed by ``Dialect.configure``). What the
+  transaction reads, or commits, always comes after every write before it.
+* A driver's error is raised as SQLAlchemy raises it (``IntegrityError``, …), on both backends.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from openbot.store.inline_sqlite import sqlite_of
+
+_DRIVER = "openbot_driver"  # session.info: (transaction, driver connection, its info)
+PENDING = "openbot_pending"  # Connection.info: writes waiting for the next round trip (PostgreSQL)
+_IDLE = 0  # psycopg's pq.TransactionStatus.IDLE: no transaction open yet (its BEGIN is still to send)
+
+#: Called with the SQL and parameters of every statement sent to a driver here (the benchmarks
+#: count statements with it; SQLAlchemy's own ``before_cursor_execute`` does not see these).
+statement_listeners: list[Callable[[str, Any], None]] = []
+
+
+def sent(sql: str, params: Any = ()) -> None:
+    """Tell the statement listeners that a statement went to a driver."""
+    for listener in statement_listeners:
+        listener(sql, params)
+
+
+async def connection_of(session: AsyncSession) -> tuple[Any, dict[str, Any]]:
+    """The driver connection of the session's current transaction (begun here if need be), and
+    its ``info``: on SQLite the :mod:`sqlite3` connection under ``store.inline_sqlite``."""
+    sync = session.sync_session
+    cached = sync.info.get(_DRIVER)
+    transaction = sync.get_transaction()
+    if cached is not None and transaction is not None and cached[0] is transaction:
+        return cached[1], cached[2]
+    connection = await session.connection()
+    fairy = await connection.get_raw_connection()
+    driver = sqlite_of(fairy.driver_connection) or fairy.driver_connection
+    sync.info[_DRIVER] = (sync.get_transaction(), driver, connection.info)
+    return driver, connection.info
+
+
+async def run(driver: Any, text: str, params: Any) -> Sequence[Sequence[Any]]:
+    """One statement on the driver now (a :mod:`sqlite3` connection or psycopg's); its rows."""
+    if statement_listeners:
+        sent(text, params)
+    try:
+        if isinstance(driver, sqlite3.Connection):
+            cursor = driver.execute(text, params)
+            return cursor.fetchall() if cursor.description else ()
+        acursor = await driver.execute(text, params)  # psycopg
+        return await acursor.fetchall() if acursor.description else ()
+    except Exception as error:
+        raise _as_sqlalchemy(error, text, params) from error
+
+
+async def send(driver: Any, info: dict[str, Any], text: str, params: Any, *, rows: bool) -> Sequence[Any]:
+    """One statement of a session's transaction. On PostgreSQL a write without rows waits for the
+    next round trip; a statement with rows takes the waiting writes, and the transaction's BEGIN
+    if it is the first, along in one pipeline."""
+    if isinstance(driver, sqlite3.Connection):
+        return await run(driver, text, params)
+    if not rows:
+        info.setdefault(PENDING, []).append((text, params))
+        return ()
+    pending = info.pop(PENDING, None) or []
+    if not pending and driver.info.transaction_status != _IDLE:
+        return await run(driver, text, params)
+    return await _pipeline(driver, [*pending, (text, params)], rows=True)
+
+
+async def send_pending(driver: Any, info: dict[str, Any]) -> None:
+    """Send the writes waiting on this connection, in order, in one pipeline."""
+    pending = info.pop(PENDING, None)
+    if pending:
+        await _pipeline(driver, pending, rows=False)
+
+
+def send_pending_now(connection: Any) -> None:
+    """The engine hook: before the ORM's own statements and the commit, send what waits, from
+    inside SQLAlchemy's synchronous code."""
+    info = connection.info
+    if info.get(PENDING):
+        from sqlalchemy.util import await_only
+
+        await_only(send_pending(connection.connection.driver_connection, info))
+
+
+def drop_pending(connection: Any) -> None:
+    """A rollback: what waits was never sent, and never will be. (A connection invalidated under
+    an interrupted statement has no ``info`` to read any more; the pool's check-in clears it.)"""
+    if not (connection.invalidated or connection.closed):
+        connection.info.pop(PENDING, None)
+
+
+async def _pipeline(driver: Any, statements: list[tuple[str, Any]], *, rows: bool) -> Sequence[Any]:
+    """``statements`` in one psycopg pipeline (one round trip); the last one's rows if ``rows``."""
+    text, params = statements[0]
+    try:
+        async with driver.pipeline():
+            for text, params in statements:
+                if statement_listeners:
+                    sent(text, params)
+                cursor = await driver.execute(text, params)
+            return await cursor.fetchall() if rows else ()
+    except Exception as error:
+        raise _as_sqlalchemy(error, text, params) from error
+
+
+def _as_sqlalchemy(error: Exception, text: str, params: Any) -> Exception:
+    """A driver's error as SQLAlchemy raises it (``IntegrityError``, …), so the fast path fails
+    the way the ORM does; anything else as it came."""
+    import psycopg
+    from sqlalchemy.exc import DBAPIError
+
+    for base in (sqlite3.Error, psycopg.Error):
+        if isinstance(error, base):
+            return DBAPIError.instance(text, params, error, base)
+    return error
