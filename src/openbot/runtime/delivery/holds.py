@@ -13,7 +13,7 @@ from openbot.core.ids import new_id
 from openbot.core.scheduling import ItemKind
 from openbot.core.states import HoldStatus
 from openbot.runtime import notices
-from openbot.runtime.delivery.inbox import enqueue, queued_mail
+from openbot.runtime.delivery.inbox import any_mail, enqueue, queued_mail
 from openbot.store import fast
 from openbot.store.db import now
 from openbot.store.journal import log_activity
@@ -72,25 +72,40 @@ _PENDING = select(HeldHandoff).where(
 )
 
 
-_ANY_PENDING = fast.Sql(
+_ANY_PENDING = (
     select(HeldHandoff.id)
     .where(
         HeldHandoff.thread_id == bindparam("thread_id"),
         HeldHandoff.sender_id == bindparam("sender_id"),
         HeldHandoff.status == HoldStatus.PENDING,
     )
-    .limit(1)
+    .exists()
 )
+# After a run: whether the bot holds hand-offs in the thread, and whether it has mail queued
+# anywhere (worth waking its worker for), in one read.
+_AFTER_RUN = fast.Sql(select(_ANY_PENDING.label("held"), any_mail(bindparam("sender_id")).label("mail")))
+
+
+async def after_run(session: AsyncSession, bot: Actor, thread_id: str) -> bool:
+    """Release the bot's holds in the thread if its queue there is empty; returns whether the bot
+    still has mail queued (its worker should look again)."""
+    row = (await fast.execute(session, _AFTER_RUN, {"thread_id": thread_id, "sender_id": bot.id}))[0]
+    if row.held:
+        await _release(session, bot, thread_id)
+    return bool(row.mail)
 
 
 async def release_holds(session: AsyncSession, bot: Actor, thread_id: str) -> list[str]:
     """Deliver the sender's pending holds in a thread once its queue there is empty.
 
-    Returns the ids of the bots woken. Called after every run of ``bot`` settles and at recovery.
+    Returns the ids of the bots woken. Called at recovery (a run's end: :func:`after_run`).
     """
+    held = await session.scalar(select(_ANY_PENDING), {"thread_id": thread_id, "sender_id": bot.id})
+    return await _release(session, bot, thread_id) if held else []
+
+
+async def _release(session: AsyncSession, bot: Actor, thread_id: str) -> list[str]:
     ids = {"thread_id": thread_id, "sender_id": bot.id}
-    if not await fast.execute(session, _ANY_PENDING, ids):  # the common case: nothing held
-        return []
     holds = list(await session.scalars(_PENDING, ids))
     if not holds or await queued_mail(session, bot.id, thread_id):
         return []

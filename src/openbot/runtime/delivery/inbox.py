@@ -7,7 +7,7 @@ bot, so no caller has to remember to wake anyone.
 
 from __future__ import annotations
 
-from sqlalchemy import BindParameter, Select, bindparam, func, select, update
+from sqlalchemy import BindParameter, Exists, Select, bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from openbot.core.errors import Forbidden, NotFound
@@ -73,14 +73,16 @@ async def queued_mail(session: AsyncSession, actor_id: str, thread_id: str) -> i
 
 async def has_mail(session: AsyncSession, bot_id: str) -> bool:
     """Whether the bot has anything queued at all (worth waking its worker for)."""
-    return bool(await fast.execute(session, _HAS_MAIL, {"bot_id": bot_id}))
+    return bool((await fast.execute(session, _HAS_MAIL, {"bot_id": bot_id}))[0][0])
 
 
-_HAS_MAIL = fast.Sql(
-    select(InboxItem.id)
-    .where(InboxItem.actor_id == bindparam("bot_id"), InboxItem.status == ItemStatus.QUEUED)
-    .limit(1)
-)
+def any_mail(actor_id: BindParameter[str]) -> Exists:
+    """Whether the actor has anything queued at all (for a bot: worth waking its worker for)."""
+    return (
+        select(InboxItem.id)
+        .where(InboxItem.actor_id == actor_id, InboxItem.status == ItemStatus.QUEUED)
+        .exists()
+    )
 
 
 async def ack_item(session: AsyncSession, item_id: str, *, owner: str | None = None) -> ItemView:
@@ -141,3 +143,6 @@ async def list_items(
     if thread_id:
         stmt = stmt.where(InboxItem.thread_id == thread_id)
     return [item_view(i) for i in await session.scalars(stmt.order_by(InboxItem.id).limit(limit))]
+
+
+_HAS_MAIL = fast.Sql(select(any_mail(bindparam("bot_id"))))

@@ -6,7 +6,8 @@ what the human answered.
 
 The messages read are bounded by the history window, not by the thread: the newest in view,
 newest first, until the window closes (:func:`openbot.core.history.window_closed`), this run's
-triggers, and a count of the thread capped at ``_COUNT_CAP`` for the left-out note.
+triggers, and a count of the thread capped at ``_COUNT_CAP`` for the left-out note (read with
+the first page).
 """
 
 from __future__ import annotations
@@ -184,12 +185,24 @@ _IN_VIEW = or_(
 )
 
 
-def _page(*, scoped: bool, paged: bool) -> Select[str, str | None, str, list[str]]:
-    stmt = select(*_COLUMNS).where(Message.thread_id == bindparam("thread_id"))
+# The thread's size, counted up to ``upto`` messages.
+_SIZE = select(func.count()).select_from(
+    select(Message.id).where(Message.thread_id == bindparam("thread_id")).limit(bindparam("upto")).subquery()
+)
+
+
+def _page(*, scoped: bool, paged: bool) -> Select[*tuple[Any, ...]]:
+    """A page of the window, newest first; the first page also carries the thread's size (one
+    statement instead of two: SQLite and PostgreSQL evaluate the uncorrelated subquery once)."""
+    stmt: Select[*tuple[Any, ...]] = select(*_COLUMNS).where(
+        Message.thread_id == bindparam("thread_id")
+    )
     if scoped:
         stmt = stmt.where(_IN_VIEW)
     if paged:
         stmt = stmt.where(Message.id < bindparam("before"))
+    else:
+        stmt = stmt.add_columns(_SIZE.scalar_subquery().label("size"))
     return stmt.order_by(Message.id.desc()).limit(bindparam("limit"))
 
 
@@ -201,14 +214,7 @@ _BY_ID = fast.Sql(
     .order_by(Message.id)
 )
 _HANDLES = fast.Sql(select(Actor.id, Actor.handle).where(Actor.id.in_(bindparam("ids", expanding=True))))
-_COUNT = fast.Sql(
-    select(func.count()).select_from(
-        select(Message.id)
-        .where(Message.thread_id == bindparam("thread_id"))
-        .limit(bindparam("upto"))
-        .subquery()
-    )
-)
+_COUNT = fast.Sql(_SIZE)
 
 
 async def _read(s: AsyncSession | fast.Reader, settings: Settings, claim: Claim) -> _Reads:
@@ -253,17 +259,19 @@ async def _read_window(
     triggers = frozenset(claim.trigger_ids)
     scoped_sql = scoped and is_valid_handle(bot.handle)
     page_size = window_rows(triggers=triggers, max_messages=settings.history_max_messages)
-    params: dict[str, Any] = {"thread_id": claim.thread_id, "limit": page_size}
+    cap = max(_COUNT_CAP, page_size)  # more than a window shows, so "at least" is never "at least 0"
+    params: dict[str, Any] = {"thread_id": claim.thread_id, "limit": page_size, "upto": cap + 1}
     if scoped_sql:
         quoted = '%"' + bot.handle.replace("_", "/_") + '"%'
         params.update(bot_id=bot.id, triggers=sorted(triggers), quoted=quoted)
     newest: list[HistoryMessage] = []
-    first_page = 0
+    size: int | None = None  # the thread's size, from the first page (if it had a row)
     while True:
         if newest:
             params["before"] = newest[0].id
         page = await fast.execute(s, _PAGES[scoped_sql, bool(newest)], params)
-        first_page = first_page or len(page)
+        if size is None and page:
+            size = int(page[0].size)
         newest[:0] = await _messages(s, reversed(page), handles)
         closed = window_closed(
             newest,
@@ -277,10 +285,7 @@ async def _read_window(
             break
     # Triggers are in view: any not read are older than the window (a run's mail can wait long).
     earlier = await _by_id(s, claim.thread_id, triggers - {m.id for m in newest}, handles)
-    cap = max(_COUNT_CAP, page_size)  # more than a window shows, so "at least" is never "at least 0"
-    if not scoped_sql and first_page < page_size:
-        size = first_page  # the first page held the whole thread: nothing to count
-    else:
+    if size is None:  # nothing in view: count apart
         counted = await fast.execute(s, _COUNT, {"thread_id": claim.thread_id, "upto": cap + 1})
         size = int(counted[0][0] or 0)
     return _Window(newest, earlier + [m for m in newest if m.id in triggers], size, size > cap)

@@ -18,8 +18,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from openbot.core.scheduling import ItemKind
 from openbot.core.states import ItemStatus, RunStatus, check
 from openbot.runtime import notices
-from openbot.runtime.delivery.holds import release_holds
-from openbot.runtime.delivery.inbox import enqueue
+from openbot.runtime.delivery.holds import after_run
+from openbot.runtime.delivery.inbox import enqueue, has_mail
 from openbot.runtime.delivery.post import Delivery
 from openbot.runtime.memory import pending
 from openbot.runtime.memory.context import record
@@ -51,8 +51,9 @@ class Outcome:
     context: PreparedContext | None = None  # what the first model call saw (fresh runs)
 
 
-async def finish(session: AsyncSession, claim: Claim, outcome: Outcome, delivery: Delivery) -> list[str]:
-    """Write a run's outcome; returns the bot ids this woke (held hand-offs released)."""
+async def finish(session: AsyncSession, claim: Claim, outcome: Outcome, delivery: Delivery) -> bool:
+    """Write a run's outcome (releasing the bot's held hand-offs once it may); returns whether
+    the bot has mail queued still, so its worker should look again."""
     run, bot, thread = await fenced(session, claim.run_id, claim.token)
     run.input_tokens += outcome.input_tokens
     run.output_tokens += outcome.output_tokens
@@ -62,13 +63,13 @@ async def finish(session: AsyncSession, claim: Claim, outcome: Outcome, delivery
     if outcome.interrupt is not None:
         await _pause(session, run, bot, thread, claim.item_ids, outcome.interrupt)
         await save(session, run)
-        return []
+        return await has_mail(session, bot.id)
     if outcome.error is not None:
         await _fail(session, run, bot, thread, claim.item_ids, outcome.error, delivery)
     else:
         await _complete(session, run, bot, thread, claim.item_ids, outcome.reply, delivery)
     await save(session, run)
-    return await release_holds(session, bot, thread.id)
+    return await after_run(session, bot, thread.id)
 
 
 async def _pause(

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 
 from openbot.core.errors import StaleLease
 from openbot.core.states import IN_FLIGHT_RUNS, RunStatus
-from openbot.runtime.delivery.inbox import has_mail
 from openbot.runtime.runs.claim import Claim
 from openbot.runtime.runs.ending import end_run
 from openbot.runtime.runs.outcome import finish
@@ -41,8 +40,7 @@ async def execute(system: ActorSystem, claim: Claim) -> None:
             raise
         terminal = outcome.interrupt is None
         async with system.db.transaction() as s:
-            await finish(s, claim, outcome, system.delivery)
-            more = await has_mail(s, claim.bot_id)
+            more = await finish(s, claim, outcome, system.delivery)
     except StaleLease:
         log.info("run %s moved on without this worker; its result is dropped", claim.run_id)
     except Exception:  # supervision boundary: record and keep the system alive
