@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import inspect
 import json
+import os
 import sqlite3
 import sys
 import tempfile
@@ -171,16 +172,21 @@ class PhaseTimers:
         return rows
 
 
-async def phases(load: throughput.Load, slots: int, one_by_one: bool) -> dict[str, Any]:
+async def phases(
+    load: throughput.Load, slots: int, one_by_one: bool, database_url: str | None = None
+) -> dict[str, Any]:
     """Time the runtime's steps while the workers drain ``load``.
 
     By default every post is committed at once and only the workers' steps are timed. With
     ``one_by_one`` each post is its own transaction and waits for its run before the next: an
-    in-process hop (no HTTP, no SSE), posts included in the table.
+    in-process hop (no HTTP, no SSE), posts included in the table. With ``database_url`` the
+    runtime runs on that PostgreSQL database (emptied first).
     """
     hops: list[float] = []
+    if database_url:
+        await throughput.reset_postgres(database_url)
     with tempfile.TemporaryDirectory(prefix="openbot-bench-") as tmp:
-        settings = Settings(data_dir=Path(tmp) / "data", max_concurrent_runs=slots)
+        settings = Settings(data_dir=Path(tmp) / "data", database_url=database_url, max_concurrent_runs=slots)
         async with Runtime(settings) as rt:
             handles, thread_ids = await throughput.setup_load(rt, load)
             pairs = [(t, h) for t in thread_ids for h in handles]
@@ -342,11 +348,15 @@ def main() -> None:
     parser.add_argument("--slots", type=int, default=1, help="MAX_CONCURRENT_RUNS")
     parser.add_argument("--one-by-one", action="store_true", help="phases: post and wait, run by run")
     parser.add_argument("--hops", type=int, default=200, help="hops for the server profile")
+    parser.add_argument(
+        "--postgres", action="store_true", help="phases on OPENBOT_BENCH_DATABASE_URL (emptied first)"
+    )
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "openbot-profiles")
     args = parser.parse_args()
     load = throughput.Load(bots=args.bots, threads=args.threads)
     if args.what == "phases":
-        print(json.dumps(asyncio.run(phases(load, args.slots, args.one_by_one)), indent=2))
+        url = os.environ["OPENBOT_BENCH_DATABASE_URL"] if args.postgres else None
+        print(json.dumps(asyncio.run(phases(load, args.slots, args.one_by_one, url)), indent=2))
         return
     if args.what == "statement":
         print(json.dumps(asyncio.run(statement_cost()), indent=2))

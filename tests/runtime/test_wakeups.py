@@ -65,14 +65,14 @@ async def test_a_claim_announces_that_it_only_took_mail(rt: Runtime) -> None:
     await team.post(thread, "@engineer one")
     sent: list[str] = []
     dialect = rt.db.dialect
-    original = dialect.append
+    original = dialect.write_journal
 
-    def spy(session: Any, cls: Any, rows: Any, *, journal: bool) -> None:
-        original(session, cls, rows, journal=journal)
-        if journal:
-            sent.append(announcement_of(session, rt.db.instance))
+    def spy(session: Any, activity: Any, events: Any, sender: str) -> None:
+        original(session, activity, events, sender)
+        if events:
+            sent.append(announcement_of(session, sender))
 
-    dialect.append = spy  # type: ignore[method-assign]
+    dialect.write_journal = spy  # type: ignore[method-assign]
     async with rt.db.read() as s:
         engineer = (await get_actor(s, "engineer")).id
     assert await rt.system.claim(engineer) is not None

@@ -14,10 +14,10 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from sqlalchemy import Select, TextClause, bindparam, event, make_url, select, text
+from sqlalchemy import Select, bindparam, event, make_url, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.orm import Session
 
@@ -25,7 +25,7 @@ from openbot.store import driver, fast
 from openbot.store.inline_sqlite import sqlite_of
 from openbot.store.memory_index import Fts5Index, LexicalIndex, TsvectorIndex
 from openbot.store.message_index import Fts5MessageIndex, MessageIndex, TsvectorMessageIndex
-from openbot.store.models import Actor, Base, Event
+from openbot.store.models import ActivityLog, Actor, Base, Event
 
 S = TypeVar("S", bound=Select[*tuple[Any, ...]])
 
@@ -35,7 +35,6 @@ CHANNEL = "openbot"  # LISTEN/NOTIFY channel: "the journal moved, mail may be wa
 WOKEN = "openbot_woken"  # session.info: the bots a transaction gave mail to (``db.wake_after_commit``)
 TOOK_ONLY = "openbot_took_only"  # session.info: the transaction only took mail (``only_takes_mail``)
 _JOURNAL_LOCK = 0x0B07
-_ANNOUNCED = "openbot_announced"  # session.info: the NOTIFY went out with the journal lock
 _PAYLOAD_LIMIT = 7900  # PostgreSQL refuses NOTIFY payloads of 8000 bytes or more
 
 
@@ -68,31 +67,16 @@ class Dialect:
         """Lock the selected rows until commit, where the database has row locks."""
         return stmt
 
-    def append(self, session: Session, cls: type[Base], rows: Sequence[Any], *, journal: bool) -> None:
-        """Insert rows of an autoincrement table (``cls``'s; the rows are plain objects with its
-        attributes) in order and set their ids (journal: under its lock).
-
-        The ORM inserts such rows one statement each on SQLite (it cannot match RETURNING rows to
-        objects), so each chunk is one multi-row VALUES, sent as prepared SQL text (no compiling: the
-        text is cached per table and row count). SQLite assigns each new rowid larger than any before
-        it, in VALUES order, and the writer holds the database lock: the returned ids, sorted, belong
-        to the rows in order.
-        """
-        session.flush()  # every other write of the transaction first
-        connection = session.connection()
-        shape = fast.rows_of(fast.table_of(cls), connection.dialect)
-        sqlite = _sqlite(connection.connection.driver_connection)
-        for start in range(0, len(rows), fast.CHUNK):
-            chunk = rows[start : start + fast.CHUNK]
-            params = [value for row in chunk for value in shape.values(row, fast.attribute)]
-            sql = shape.sql(len(chunk), returning=True)
-            ids = sorted(row[0] for row in sqlite.execute(sql, params))
-            driver.sent(sql, params)
-            for row, id_ in zip(chunk, ids, strict=True):
-                row.id = id_
-
-    def announce(self, session: Session, sender: str) -> None:
-        """Tell other processes that this transaction wrote journal rows (and maybe mail)."""
+    def write_journal(
+        self, session: Session, activity: Sequence[Any], events: Sequence[Any], sender: str
+    ) -> None:
+        """At commit: the transaction's activity rows, then its journal rows (``store.journal``),
+        their ids set. Where other processes share the database, they are told the journal moved
+        (``sender`` names this process in the announcement); SQLite has nobody to tell."""
+        if activity:
+            _append_sqlite(session, ActivityLog, activity)
+        if events:
+            _append_sqlite(session, Event, events)
 
     async def listen(self, url: str, heard: Callable[[str], None]) -> None:
         """Call ``heard(sender)`` for every announcement of another transaction, until cancelled.
@@ -137,13 +121,17 @@ class PostgresDialect(Dialect):
     async def lock_bot(self, session: AsyncSession, bot_id: str) -> None:
         # NO KEY UPDATE: serialises claimers of this bot without blocking the foreign-key checks
         # of concurrent posts that enqueue mail for it.
-        await session.execute(select(Actor.id).where(Actor.id == bot_id).with_for_update(key_share=True))
+        # Held, so it goes out with the claim's first read (in order: the read sees it locked).
+        await fast.hold(session, _LOCK_BOT, {"bot_id": bot_id})
 
     def for_update(self, stmt: S, *, of: Any = None, skip_locked: bool = False) -> S:
         return stmt.with_for_update(of=of, skip_locked=skip_locked)
 
-    def append(self, session: Session, cls: type[Base], rows: Sequence[Any], *, journal: bool) -> None:
-        """The ORM batches these (insertmanyvalues). Journal rows are written last, under the lock.
+    def write_journal(
+        self, session: Session, activity: Sequence[Any], events: Sequence[Any], sender: str
+    ) -> None:
+        """Activity rows, then journal rows last and under the lock: every INSERT in one pipeline
+        (one round trip, with the writes the fast path holds), followed by the commit.
 
         Taking the journal lock last means a transaction holding it waits for nothing but its own
         commit, so it can never be part of a lock cycle; holding it through commit makes journal
@@ -153,47 +141,33 @@ class PostgresDialect(Dialect):
         is held for one statement and the commit: the statement that inserts the journal rows
         takes the lock first (``_journal_insert``: a materialised CTE that every inserted row is
         joined with, so the lock is granted before the first id is drawn from the sequence) and
-        queues the transaction's NOTIFY (delivered at commit, whenever it is issued), so
-        :meth:`announce` has nothing left to send.
+        queues the transaction's NOTIFY (delivered at commit), so nothing is left to announce.
         """
-        if not journal:
-            names = fast.rows_of(fast.table_of(cls), session.get_bind().dialect).names
-            objects = [cls(**{name: getattr(row, name) for name in names}) for row in rows]
-            session.add_all(objects)
-            session.flush()
-            for row, written in zip(rows, objects, strict=True):
-                row.id = written.id  # type: ignore[attr-defined]
-            return
         session.flush()  # every other write of the transaction first
-        database = session.info["database"]
-        head = {
-            "key": _JOURNAL_LOCK,
-            "channel": CHANNEL,
-            "payload": announcement_of(session, database.instance),
-        }
         connection = session.connection()
-        for start in range(0, len(rows), _JOURNAL_CHUNK):
-            chunk = cast(Sequence[Event], rows[start : start + _JOURNAL_CHUNK])
+        sa_dialect = connection.dialect
+        chunks: list[Sequence[Any]] = []
+        statements: list[tuple[str, Any]] = []
+        shape = fast.rows_of(fast.table_of(ActivityLog), sa_dialect)
+        for start in range(0, len(activity), fast.CHUNK):
+            chunk = activity[start : start + fast.CHUNK]
+            values = [value for row in chunk for value in shape.values(row, fast.attribute)]
+            statements.append((shape.sql(len(chunk), returning=True), values))
+            chunks.append(chunk)
+        head = {"key": _JOURNAL_LOCK, "channel": CHANNEL, "payload": announcement_of(session, sender)}
+        for start in range(0, len(events), _JOURNAL_CHUNK):
+            chunk = events[start : start + _JOURNAL_CHUNK]
             params = dict(head)
             for i, row in enumerate(chunk):
                 params.update(
                     {f"t{i}": row.type, f"th{i}": row.thread_id, f"d{i}": row.data, f"c{i}": row.created_at}
                 )
-            # One sequence, drawn in VALUES order under the lock: the sorted ids are the rows' ids.
-            ids = sorted(connection.execute(_journal_insert(len(chunk)), params).scalars())
-            for row, id_ in zip(chunk, ids, strict=True):
+            statements.append(fast.bound(_journal_insert(len(chunk)), sa_dialect, params))
+            chunks.append(chunk)
+        # Each sequence is drawn in VALUES order (the journal's under the lock): sorted ids match.
+        for chunk, found in zip(chunks, driver.fetch_now(connection, statements), strict=True):
+            for row, id_ in zip(chunk, sorted(row[0] for row in found), strict=True):
                 row.id = id_
-        session.info[_ANNOUNCED] = True
-
-    def announce(self, session: Session, sender: str) -> None:
-        """One NOTIFY per transaction, last. NOTIFY takes a database-wide lock at commit and so
-        serialises committers: never more than one. The payload names the sender (a process skips
-        its own announcements) and the bots the transaction gave mail to (``announcement``), so a
-        listener wakes them without a query; the poll stays the truth."""
-        if session.info.pop(_ANNOUNCED, False):
-            return  # sent with the journal lock (``append``)
-        payload = announcement_of(session, sender)
-        session.execute(_NOTIFY, {"channel": CHANNEL, "payload": payload})
 
     async def listen(self, url: str, heard: Callable[[str], None]) -> None:
         """LISTEN on a connection of its own; reconnect after a failure (the poll covers the gap)."""
@@ -227,19 +201,17 @@ class PostgresDialect(Dialect):
         return saver
 
 
-_NOTIFY = text("SELECT pg_notify(:channel, :payload)")
-
-
 def announcement_of(session: Session, sender: str) -> str:
     """The ``announcement`` of a transaction about to commit."""
     return announcement(sender, session.info.get(WOKEN) or (), took_only=bool(session.info.get(TOOK_ONLY)))
 
 
+_LOCK_BOT = fast.Sql(select(Actor.id).where(Actor.id == bindparam("bot_id")).with_for_update(key_share=True))
 _JOURNAL_CHUNK = 100  # journal rows per INSERT (a transaction writes a handful)
-_JOURNAL_INSERTS: dict[int, TextClause] = {}
+_JOURNAL_INSERTS: dict[int, fast.Sql] = {}
 
 
-def _journal_insert(rows: int) -> TextClause:
+def _journal_insert(rows: int) -> fast.Sql:
     """Take the journal lock, queue the NOTIFY and insert ``rows`` journal rows, in one statement
     (built once per row count). The lock is a materialised CTE joined with every row: no row
     reaches the insert, where its id is drawn, before the lock is granted."""
@@ -249,16 +221,18 @@ def _journal_insert(rows: int) -> TextClause:
             f"(CAST(:t{i} AS VARCHAR), CAST(:th{i} AS VARCHAR), :d{i}, :c{i})" for i in range(rows)
         )
         columns = Event.__table__.c
-        stmt = _JOURNAL_INSERTS[rows] = text(
-            "WITH journal_lock AS MATERIALIZED"
-            " (SELECT pg_advisory_xact_lock(:key), pg_notify(:channel, :payload))"
-            " INSERT INTO events (type, thread_id, data, created_at)"
-            " SELECT v.type, v.thread_id, v.data, v.created_at"
-            f" FROM journal_lock CROSS JOIN (VALUES {values}) AS v (type, thread_id, data, created_at)"
-            " RETURNING id"
-        ).bindparams(
-            *(bindparam(f"d{i}", type_=columns.data.type) for i in range(rows)),
-            *(bindparam(f"c{i}", type_=columns.created_at.type) for i in range(rows)),
+        stmt = _JOURNAL_INSERTS[rows] = fast.Sql(
+            text(
+                "WITH journal_lock AS MATERIALIZED"
+                " (SELECT pg_advisory_xact_lock(:key), pg_notify(:channel, :payload))"
+                " INSERT INTO events (type, thread_id, data, created_at)"
+                " SELECT v.type, v.thread_id, v.data, v.created_at"
+                f" FROM journal_lock CROSS JOIN (VALUES {values}) AS v (type, thread_id, data, created_at)"
+                " RETURNING id"
+            ).bindparams(
+                *(bindparam(f"d{i}", type_=columns.data.type) for i in range(rows)),
+                *(bindparam(f"c{i}", type_=columns.created_at.type) for i in range(rows)),
+            )
         )
     return stmt
 
@@ -288,6 +262,30 @@ def only_takes_mail(session: AsyncSession) -> None:
     """Mark a transaction that can only take mail (a claim), never make any claimable: its
     announcement tells listeners there is nothing new to look for."""
     session.sync_session.info[TOOK_ONLY] = True
+
+
+def _append_sqlite(session: Session, cls: type[Base], rows: Sequence[Any]) -> None:
+    """Insert rows of an autoincrement table (``cls``'s; the rows are plain objects with its
+    attributes) in order and set their ids.
+
+    The ORM inserts such rows one statement each on SQLite (it cannot match RETURNING rows to
+    objects), so each chunk is one multi-row VALUES, sent as prepared SQL text (no compiling: the
+    text is cached per table and row count). SQLite assigns each new rowid larger than any before
+    it, in VALUES order, and the writer holds the database lock: the returned ids, sorted, belong
+    to the rows in order.
+    """
+    session.flush()  # every other write of the transaction first
+    connection = session.connection()
+    shape = fast.rows_of(fast.table_of(cls), connection.dialect)
+    sqlite = _sqlite(connection.connection.driver_connection)
+    for start in range(0, len(rows), fast.CHUNK):
+        chunk = rows[start : start + fast.CHUNK]
+        params = [value for row in chunk for value in shape.values(row, fast.attribute)]
+        sql = shape.sql(len(chunk), returning=True)
+        ids = sorted(row[0] for row in sqlite.execute(sql, params))
+        driver.sent(sql, params)
+        for row, id_ in zip(chunk, ids, strict=True):
+            row.id = id_
 
 
 def _sqlite(driver: Any) -> sqlite3.Connection:

@@ -2,12 +2,13 @@
 
 * On SQLite a statement runs synchronously on the :mod:`sqlite3` connection under
   ``store.inline_sqlite``: no thread hop, no greenlet switch.
-* On PostgreSQL a write whose result nobody reads (an INSERT or UPDATE without RETURNING) is not
-  sent at once: it waits on its connection, with the transaction's other such writes, and they go
-  out in order in one psycopg pipeline (one round trip) with the next statement that returns
-  rows, or before any statement of the ORM, or before the commit (the engine hooks
-  :func:`send_pending_now` and :func:`drop_pending`, installed by ``Dialect.configure``). What the
-  transaction reads, or commits, always comes after every write before it.
+* On PostgreSQL a write whose result nobody reads (an INSERT or UPDATE without RETURNING, or a
+  row lock: ``fast.hold``) is not sent at once: it waits on its connection, with the
+  transaction's other such writes, and they go out in order in one psycopg pipeline (one round
+  trip) with the next statement that returns rows, or before any statement of the ORM, or before
+  the commit (the engine hooks :func:`send_pending_now` and :func:`drop_pending`, installed by
+  ``Dialect.configure``). What the transaction reads, or commits, always comes after every write
+  before it. Reads that do not depend on each other go out together too (:func:`send_all`).
 * A driver's error is raised as SQLAlchemy raises it (``IntegrityError``, …), on both backends.
 """
 
@@ -77,14 +78,38 @@ async def send(driver: Any, info: dict[str, Any], text: str, params: Any, *, row
     pending = info.pop(PENDING, None) or []
     if not pending and driver.info.transaction_status != _IDLE:
         return await run(driver, text, params)
-    return await _pipeline(driver, [*pending, (text, params)], rows=True)
+    return (await _pipeline(driver, [*pending, (text, params)], wanted=1))[0]
+
+
+async def send_all(
+    driver: Any, info: dict[str, Any], statements: Sequence[tuple[str, Any]]
+) -> list[Sequence[Any]]:
+    """Several statements of a session's transaction, each returning rows: on PostgreSQL in one
+    pipeline with the writes that wait (and the BEGIN); their rows, in order."""
+    if isinstance(driver, sqlite3.Connection) or len(statements) == 1:
+        return [await send(driver, info, text, params, rows=True) for text, params in statements]
+    pending = info.pop(PENDING, None) or []
+    return await _pipeline(driver, [*pending, *statements], wanted=len(statements))
 
 
 async def send_pending(driver: Any, info: dict[str, Any]) -> None:
     """Send the writes waiting on this connection, in order, in one pipeline."""
     pending = info.pop(PENDING, None)
     if pending:
-        await _pipeline(driver, pending, rows=False)
+        await _pipeline(driver, pending, wanted=0)
+
+
+def fetch_now(connection: Any, statements: Sequence[tuple[str, Any]]) -> list[Sequence[Any]]:
+    """PostgreSQL, from inside SQLAlchemy's synchronous code (a commit hook): ``statements``, each
+    returning rows, after the writes waiting on the connection, in one pipeline; their rows."""
+    from sqlalchemy.util import await_only
+
+    pending = connection.info.pop(PENDING, None) or []
+    batch = [*pending, *statements]
+    rows: list[Sequence[Any]] = await_only(
+        _pipeline(connection.connection.driver_connection, batch, wanted=len(statements))
+    )
+    return rows
 
 
 def send_pending_now(connection: Any) -> None:
@@ -104,16 +129,17 @@ def drop_pending(connection: Any) -> None:
         connection.info.pop(PENDING, None)
 
 
-async def _pipeline(driver: Any, statements: list[tuple[str, Any]], *, rows: bool) -> Sequence[Any]:
-    """``statements`` in one psycopg pipeline (one round trip); the last one's rows if ``rows``."""
+async def _pipeline(driver: Any, statements: list[tuple[str, Any]], *, wanted: int) -> list[Sequence[Any]]:
+    """``statements`` in one psycopg pipeline (one round trip); the rows of the last ``wanted``."""
     text, params = statements[0]
     try:
         async with driver.pipeline():
+            cursors = []
             for text, params in statements:
                 if statement_listeners:
                     sent(text, params)
-                cursor = await driver.execute(text, params)
-            return await cursor.fetchall() if rows else ()
+                cursors.append(await driver.execute(text, params))
+            return [await cursor.fetchall() for cursor in cursors[len(cursors) - wanted :]]
     except Exception as error:
         raise _as_sqlalchemy(error, text, params) from error
 

@@ -136,6 +136,11 @@ def _params(compiled: _Compiled, params: Mapping[str, Any]) -> tuple[str, Any]:
     return compiled.sql, out
 
 
+def bound(sql: Sql, dialect: SADialect, params: Mapping[str, Any]) -> tuple[str, Any]:
+    """``sql`` as the driver takes it on ``dialect``, with ``params`` bound: (text, parameters)."""
+    return _params(sql.compiled(dialect), params)
+
+
 def _rows(compiled: _Compiled, raw: Iterable[Sequence[Any]]) -> list[Any]:
     record = compiled.record
     if record is None:
@@ -190,6 +195,34 @@ async def execute(
     text, values = _params(compiled, params or {})
     found = await driver.send(connection, info, text, values, rows=compiled.record is not None)
     return _rows(compiled, found)
+
+
+async def execute_all(
+    session: AsyncSession | Reader, statements: Sequence[tuple[Sql, Mapping[str, Any]]]
+) -> list[list[Any]]:
+    """Run statements that do not depend on each other's results (on PostgreSQL: in one round
+    trip); each one's rows, in order."""
+    if isinstance(session, Reader):
+        return [await execute(session, sql, params) for sql, params in statements]
+    if not session.sync_session._is_clean():
+        await session.flush()
+    connection, info = await driver.connection_of(session)
+    dialect = _dialect(session)
+    compiled = [sql.compiled(dialect) for sql, _ in statements]
+    bound = [_params(c, params) for c, (_, params) in zip(compiled, statements, strict=True)]
+    found = await driver.send_all(connection, info, bound)
+    return [_rows(c, rows) for c, rows in zip(compiled, found, strict=True)]
+
+
+async def hold(session: AsyncSession, sql: Sql, params: Mapping[str, Any] | None = None) -> None:
+    """Run ``sql`` in the session's transaction, its rows unread: a row lock (``SELECT … FOR
+    UPDATE``) that PostgreSQL takes in the next round trip, in order before the statement that
+    needs it (``store.driver``); SQLite runs it at once."""
+    if not session.sync_session._is_clean():
+        await session.flush()
+    connection, info = await driver.connection_of(session)
+    text, values = _params(sql.compiled(_dialect(session)), params or {})
+    await driver.send(connection, info, text, values, rows=False)
 
 
 async def first(session: AsyncSession | Reader, sql: Sql, params: Mapping[str, Any] | None = None) -> Any:

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from openbot.store import fast
 from openbot.store.db import after_commit, database_of, now
-from openbot.store.models import ActivityLog, Event, Setting
+from openbot.store.models import Event, Setting
 
 _JOURNAL = "openbot_journal_rows"
 _ACTIVITY = "openbot_activity_rows"
@@ -75,13 +75,9 @@ def _write_journal(session: Session) -> None:
         return
     activity: list[ActivityRow] = [row for row in session.info.get(_ACTIVITY) or () if row.id is None]
     pending: list[JournalRow] = session.info.get(_JOURNAL) or []
-    database = database_of(session)
-    dialect = database.dialect
-    if activity:
-        dialect.append(session, ActivityLog, activity, journal=False)
-    if pending:
-        dialect.append(session, Event, pending, journal=True)
-        dialect.announce(session, database.instance)
+    if activity or pending:
+        database = database_of(session)
+        database.dialect.write_journal(session, activity, pending, database.instance)
 
 
 def _heads(events: list[JournalRow]) -> dict[str | None, int]:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import groupby
+from typing import Any
 
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -26,7 +27,7 @@ from openbot.store.models import Actor, BotProfile, InboxItem, Message, Thread
 MAX_SCAN = 1000  # queued items read per claim (a bot's max_queued is at most this)
 # Built once; a claim binds the bot. Each item (a record) with its message's hop and mentions and
 # its thread's kind.
-_QUEUED = fast.Sql(
+QUEUE = fast.Sql(  # a bot's queued items, oldest first, with what the governor needs (binds bot_id)
     select(*fast.table_of(InboxItem).columns, Message.hop, Message.mentions, Thread.kind.label("thread_kind"))
     .join(Thread, Thread.id == InboxItem.thread_id)
     .outerjoin(Message, Message.id == InboxItem.message_id)
@@ -64,7 +65,11 @@ class QueuedRow:
 async def read_queue(session: AsyncSession, bot_id: str) -> list[QueuedRow]:
     """The bot's queued items, oldest first, each with its message's hop and mentions (None and
     none for run items) and whether its thread is a channel: one read."""
-    loaded = await fast.execute(session, _QUEUED, {"bot_id": bot_id})
+    return queue_of(await fast.execute(session, QUEUE, {"bot_id": bot_id}))
+
+
+def queue_of(loaded: Sequence[Any]) -> list[QueuedRow]:
+    """The rows :data:`QUEUE` read, as queued rows."""
     return [QueuedRow(row, row.hop, row.thread_kind == "channel", row.mentions or ()) for row in loaded]
 
 

@@ -219,11 +219,11 @@ _COUNT = fast.Sql(_SIZE)
 
 async def _read(s: AsyncSession | fast.Reader, settings: Settings, claim: Claim) -> _Reads:
     ids = {"bot_id": claim.bot_id, "thread_id": claim.thread_id}
-    row = await fast.first(s, _HEAD, ids)
-    if row is None:
+    head, everyone = await fast.execute_all(s, [(_HEAD, ids), (_PEOPLE, ids)])  # one round trip
+    if not head:
         raise NotFound(f"the bot or thread of run {claim.run_id} is gone", {"run_id": claim.run_id})
+    row = head[0]
     bot, profile, thread, todo = _BOT.of(row), _PROFILE.of(row), _THREAD.of(row), _TODO.of(row)
-    everyone = await fast.execute(s, _PEOPLE, ids)
     people = sorted((r for r in everyone if r.joined_at is not None), key=lambda r: r.joined_at)
     listed = [a for a in everyone if _listed(a) and a.id != bot.id]
     roster = sorted((RosterEntry(a.handle, a.name, a.description or "") for a in listed), key=_by_handle)

@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from openbot.core.ids import new_id
 from openbot.core.scheduling import Batch, ItemKind, QueuedItem, pick
 from openbot.core.states import ACTIVE_RUNS, IN_FLIGHT_RUNS, ItemStatus, RunStatus, check
-from openbot.runtime.governor.admission import Admission, note_collapse, read_queue, retire
+from openbot.runtime.governor.admission import QUEUE, Admission, note_collapse, queue_of, retire
 from openbot.runtime.runs.events import journal_run, log_run, move
 from openbot.store import fast
 from openbot.store.db import dialect, now
@@ -73,7 +73,9 @@ async def claim_next(
     """Retire what the governor drops, pick the bot's next batch and turn it into a running run,
     or return None."""
     await dialect(session).lock_bot(session, bot_id)
-    rows = await fast.execute(session, _BOT, {"bot_id": bot_id})
+    # The bot and its queue, read together (on PostgreSQL one round trip, with the lock before).
+    ids = {"bot_id": bot_id}
+    rows, queue = await fast.execute_all(session, [(_BOT, ids), (QUEUE, ids)])
     if not rows or rows[0].bot_deleted or not rows[0].bot_enabled:
         return None
     bot, profile = _ACTOR.of(rows[0]), _PROFILE.of(rows[0])
@@ -83,7 +85,7 @@ async def claim_next(
     if len(in_flight) >= ceiling:
         return None
     parked = frozenset(t for t, s in active if s == RunStatus.WAITING_HUMAN)
-    queued = await retire(session, bot, profile, await read_queue(session, bot.id), admission, now(session))
+    queued = await retire(session, bot, profile, queue_of(queue), admission, now(session))
     items, hops = [row.item for row in queued], {row.item.id: row.hop for row in queued}
     batch = pick(
         [QueuedItem(i.id, ItemKind(i.kind), i.thread_id, i.created_at.timestamp(), i.run_id) for i in items],
