@@ -1,8 +1,9 @@
 """``openbot worker`` with its SQL counted: ``python -m benchmarks.counted_worker <report.json>``.
 
-The fleet scenario starts its workers through this module so it can report statements and
-transactions per run across processes. Every SQLAlchemy engine of the process is counted (a
-class-level hook on ``Engine``); the report is written when the worker exits (SIGTERM). Statements
+The fleet scenario starts its workers through this module so it can report statements, round
+trips and transactions per run across processes. Every SQLAlchemy engine of the process is counted
+(a class-level hook on ``Engine``), and the statements the fast path hands the driver itself
+(``store.driver``'s listeners); the report is written when the worker exits (SIGTERM). Statements
 are grouped by their first words (``SELECT … FROM <table>``, ``INSERT INTO <table>`` …), so the
 report shows which ones a run repeats. The LISTEN connection and the checkpointer's pool are
 psycopg connections of their own and are not counted (a run that never pauses does not touch the
@@ -21,6 +22,8 @@ from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
+
+from openbot.store import driver
 
 _FROM = re.compile(r"\bFROM\s+(\w+)", re.IGNORECASE)
 _INTO = re.compile(r"^\s*(INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+(\w+)", re.IGNORECASE)
@@ -45,13 +48,19 @@ def install(path: Path) -> Counter[str]:
     counts: Counter[str] = Counter()
 
     def on_statement(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        counts["round_trips"] += 1
+        on_sent(statement)
+
+    def on_sent(statement: str, _params: Any = ()) -> None:  # the ORM's or the fast path's
         counts["statements"] += 1
         counts["sql: " + kind(statement)] += 1
 
     event.listen(Engine, "before_cursor_execute", on_statement)
     event.listen(Engine, "begin", lambda *_a: counts.update(["transactions"]))
-    event.listen(Engine, "commit", lambda *_a: counts.update(["commits"]))
-    event.listen(Engine, "rollback", lambda *_a: counts.update(["rollbacks"]))
+    event.listen(Engine, "commit", lambda *_a: counts.update(["commits", "round_trips"]))
+    event.listen(Engine, "rollback", lambda *_a: counts.update(["rollbacks", "round_trips"]))
+    driver.statement_listeners.append(on_sent)
+    driver.trip_listeners.append(lambda _statements: counts.update(["round_trips"]))
     atexit.register(lambda: path.write_text(json.dumps(dict(counts))))
     return counts
 

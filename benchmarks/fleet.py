@@ -144,6 +144,7 @@ def _per_run(report: dict[str, Any], counts: list[dict[str, int]], runs: int) ->
         "postgres_cpu_ms": round(cpu["postgres_backends"] * 1000 / runs, 2),
         "api_process_cpu_ms": round(cpu.get("api_process", 0) * 1000 / runs, 2),
         "worker_statements": round(total.get("statements", 0) / runs, 2),
+        "worker_round_trips": round(total.get("round_trips", 0) / runs, 2),
         "worker_transactions": round(total.get("transactions", 0) / runs, 2),
         "database_commits": round(report["transactions_committed"] / runs, 2),
         "statements_by_kind": dict(sorted(statements.items(), key=lambda kv: -kv[1])[:15]),

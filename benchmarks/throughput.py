@@ -12,6 +12,10 @@ Two ways in:
   the workers already run; the clock covers the posts and the runs.
 - ``preloaded``: every post in one transaction; the clock starts when it commits (pure run
   throughput: the workers have the whole backlog from the first instant).
+- ``over_http`` (SQLite): what a user measures from outside. A real ``openbot serve``; the bots
+  and threads are made through the API, then ``HTTP_CLIENTS`` clients POST the messages (one per
+  pair, as fast as they are answered) and the clock stops when ``GET /api/v1/status`` shows the
+  system idle (polled every ``STATUS_POLL`` seconds). The server's own CPU comes from ``/proc``.
 
 While the clock runs, the process's CPU time, SQL statements, transactions and checkpointer calls
 are counted (counting costs a few microseconds a statement) and reported per run. ``cpu_ms`` per
@@ -30,9 +34,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 from sqlalchemy import event, func, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
+from benchmarks.server import running_server
 from openbot.config import Settings
 from openbot.runtime import threads
 from openbot.runtime.commands import BotCreate, ThreadCreate
@@ -46,6 +52,8 @@ from openbot.store.models import Actor, Base, Message, Run
 log = logging.getLogger(__name__)
 
 SLOTS = (4, 8, 16)
+HTTP_CLIENTS = 8
+STATUS_POLL = 0.05
 SAVER_METHODS = ("aget_tuple", "aput", "aput_writes", "adelete_thread")
 IDLE_TIMEOUT = 180.0
 _CHECKPOINT_TABLES = (
@@ -74,15 +82,20 @@ def engines(db: Database) -> list[AsyncEngine]:
 
 
 class DbCounter:
-    """Counts SQL statements and transactions on a database's engines while attached."""
+    """Counts SQL statements and transactions on a database's engines while attached; on
+    PostgreSQL also round trips to the server (each ORM statement, each batch the fast path
+    sends, each commit and rollback: what a run waits on the network for)."""
 
     def __init__(self, db: Database) -> None:
         self._engines = [engine.sync_engine for engine in engines(db)]
         self.counts: Counter[str] = Counter()
+        self._networked = db.dialect.shared
+        trips = ["round_trips"] if self._networked else []
         self._hooks: list[tuple[str, Callable[..., None]]] = [
-            ("before_cursor_execute", lambda *_args: self.counts.update(["statements"])),
+            ("before_cursor_execute", lambda *_args: self.counts.update(["statements", *trips])),
             ("begin", lambda *_args: self.counts.update(["transactions"])),
-            ("commit", lambda *_args: self.counts.update(["commits"])),
+            ("commit", lambda *_args: self.counts.update(["commits", *trips])),
+            ("rollback", lambda *_args: self.counts.update(trips)),
         ]
 
     def __enter__(self) -> DbCounter:
@@ -90,12 +103,17 @@ class DbCounter:
             for name, hook in self._hooks:
                 event.listen(engine, name, hook)
         driver.statement_listeners.append(self._sent)
+        driver.trip_listeners.append(self._trip)
         return self
 
     def _sent(self, *_statement: Any) -> None:
         self.counts.update(["statements"])
 
+    def _trip(self, _statements: int) -> None:
+        self.counts.update(["round_trips"])
+
     def __exit__(self, *_exc: object) -> None:
+        driver.trip_listeners.remove(self._trip)
         driver.statement_listeners.remove(self._sent)
         for engine in self._engines:
             for name, hook in self._hooks:
@@ -241,12 +259,59 @@ async def run_backend(database_url: str | None, load: Load) -> dict[str, Any]:
     return report
 
 
+async def over_http(load: Load) -> dict[str, Any]:
+    """The load through a real server's API (SQLite, default settings); see the module docstring."""
+    async with running_server() as server, httpx.AsyncClient(base_url=server.url, timeout=60) as client:
+        handles = [f"b{i:02d}" for i in range(load.bots)]
+        for handle in handles:
+            (await client.post("/api/v1/bots", json={"handle": handle, "name": handle})).raise_for_status()
+        thread_ids = []
+        for i in range(load.threads):
+            created = await client.post("/api/v1/threads", json={"title": f"load {i}"})
+            thread_ids.append(created.raise_for_status().json()["id"])
+        pairs = [(t, h) for t in thread_ids for h in handles]
+
+        async def post_some() -> None:
+            while pairs:
+                thread_id, handle = pairs.pop()
+                url = f"/api/v1/threads/{thread_id}/messages"
+                (await client.post(url, json={"content": f"@{handle} please take this"})).raise_for_status()
+
+        cpu = server.cpu_seconds() or 0.0
+        start = time.perf_counter()
+        await asyncio.gather(*(post_some() for _ in range(HTTP_CLIENTS)))
+        posted = time.perf_counter()
+        # The server is another process: asking it is the only way to know it is idle.
+        while not _idle((await client.get("/api/v1/status")).json()):  # noqa: ASYNC110
+            await asyncio.sleep(STATUS_POLL)
+        wall = time.perf_counter() - start
+        cpu = (server.cpu_seconds() or 0.0) - cpu
+        done = await client.get("/api/v1/runs", params={"status": "completed", "limit": load.runs})
+    completed = len(done.raise_for_status().json()["items"])
+    return {
+        "runs_per_second": round(completed / wall, 1),
+        "wall_seconds": round(wall, 3),
+        "post_seconds": round(posted - start, 3),
+        "clients": HTTP_CLIENTS,
+        "runs_completed": completed,
+        "all_completed": completed == load.runs,
+        "server_cpu_ms_per_run": round(cpu * 1000 / load.runs, 2),
+    }
+
+
+def _idle(status: dict[str, Any]) -> bool:
+    runs, mail = status["runs"], status["mailboxes"]
+    return not (runs["queued"] or runs["running"] or mail["queued"] or mail["processing"])
+
+
 async def run(load: Load, postgres_url: str | None) -> dict[str, Any]:
     report: dict[str, Any] = {
         "load": {"bots": load.bots, "threads": load.threads, "runs_expected": load.runs},
         "runs_per_second": "completed runs / wall seconds",
         "sqlite": await run_backend(None, load),
     }
+    report["sqlite"]["over_http"] = await over_http(load)
+    log.info("throughput: sqlite over http: %.1f runs/s", report["sqlite"]["over_http"]["runs_per_second"])
     if postgres_url:
         report["postgresql"] = await run_backend(postgres_url, load)
     else:

@@ -29,6 +29,9 @@ _IDLE = 0  # psycopg's pq.TransactionStatus.IDLE: no transaction open yet (its B
 #: Called with the SQL and parameters of every statement sent to a driver here (the benchmarks
 #: count statements with it; SQLAlchemy's own ``before_cursor_execute`` does not see these).
 statement_listeners: list[Callable[[str, Any], None]] = []
+#: Called with the number of statements each time statements go to a PostgreSQL server in one
+#: round trip (the benchmarks count round trips with it).
+trip_listeners: list[Callable[[int], None]] = []
 
 
 def sent(sql: str, params: Any = ()) -> None:
@@ -60,6 +63,8 @@ async def run(driver: Any, text: str, params: Any) -> Sequence[Sequence[Any]]:
         if isinstance(driver, sqlite3.Connection):
             cursor = driver.execute(text, params)
             return cursor.fetchall() if cursor.description else ()
+        for listener in trip_listeners:
+            listener(1)
         acursor = await driver.execute(text, params)  # psycopg
         return await acursor.fetchall() if acursor.description else ()
     except Exception as error:
@@ -132,6 +137,8 @@ def drop_pending(connection: Any) -> None:
 async def _pipeline(driver: Any, statements: list[tuple[str, Any]], *, wanted: int) -> list[Sequence[Any]]:
     """``statements`` in one psycopg pipeline (one round trip); the rows of the last ``wanted``."""
     text, params = statements[0]
+    for listener in trip_listeners:
+        listener(len(statements))
     try:
         async with driver.pipeline():
             cursors = []
