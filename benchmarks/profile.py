@@ -45,7 +45,6 @@ from benchmarks import hop, throughput
 from benchmarks.server import running_server
 from benchmarks.stats import summarize
 from openbot.config import Settings
-from openbot.runtime.delivery import post
 from openbot.runtime.engine import Runtime
 from openbot.runtime.runner import runner
 from openbot.runtime.runs import outcome
@@ -58,7 +57,6 @@ from openbot.store.models import Actor
 Target = Callable[[Runtime], Any]
 STEPS: list[tuple[str, Target, str]] = [
     ("Delivery.post", lambda rt: rt.delivery, "post"),
-    ("  delivery.load_recipients", lambda rt: post, "load_recipients"),
     ("ActorSystem.claim", lambda rt: rt.system, "claim"),
     ("  runs.claim_next", lambda rt: system, "claim_next"),
     ("Runner.execute", lambda rt: rt.runner, "execute"),

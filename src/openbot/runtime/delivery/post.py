@@ -24,7 +24,13 @@ from openbot.core.scheduling import ItemKind
 from openbot.runtime import notices
 from openbot.runtime.delivery.holds import hold, supersede
 from openbot.runtime.delivery.inbox import enqueue, queued_mail
-from openbot.runtime.delivery.recipients import Recipients, load_recipients, ref, report_unknown
+from openbot.runtime.delivery.recipients import (
+    Recipients,
+    recipients_of,
+    recipients_read,
+    ref,
+    report_unknown,
+)
 from openbot.runtime.engagement import record as engagement
 from openbot.runtime.views import MessageView, UnknownMention, message_view
 from openbot.store import fast
@@ -88,12 +94,18 @@ class Delivery:
         metadata: dict[str, Any] | None,
     ) -> tuple[PostResult, list[notices.Notice]]:
         stamp = now(session)
-        given, thread = thread, await _touch(session, thread.id, stamp)
         is_bot = sender is not None and sender.kind == ActorKind.BOT
         mentions = tuple(parse_mentions(content))
-        found = await load_recipients(
-            session, thread, (*to, *mentions, _FALLBACK_BOT), mail_of=sender.id if sender and is_bot else None
+        mail_of = sender.id if sender and is_bot else None
+        recipients = recipients_read(thread.id, (*to, *mentions, _FALLBACK_BOT), mail_of=mail_of)
+        # The thread is stamped first (see _TOUCH), then its recipients read: one round trip.
+        touched, rows = await fast.execute_all(
+            session, [(_TOUCH, {"thread_id": thread.id, "stamp": stamp}), recipients]
         )
+        if not touched:
+            raise NotFound(f"thread {thread.id} not found", {"thread_id": thread.id})
+        given, thread = thread, cast(Thread, touched[0])  # a record with the Thread's attributes
+        found = recipients_of(rows, mail_of=mail_of)
         for handle in to:
             if handle not in found.actors:
                 raise InvalidArgument(f"unknown handle @{handle} in 'to'", {"handle": handle})
@@ -261,13 +273,6 @@ _TOUCH = fast.Sql(
 _FLAG = fast.Sql(
     update(Thread).where(Thread.id == bindparam("thread_id")).values(hop_limit_notified=bindparam("notified"))
 )
-
-
-async def _touch(session: AsyncSession, thread_id: str, stamp: datetime) -> Thread:
-    row = await fast.first(session, _TOUCH, {"thread_id": thread_id, "stamp": stamp})
-    if row is None:
-        raise NotFound(f"thread {thread_id} not found", {"thread_id": thread_id})
-    return cast(Thread, row)  # a record with the Thread's attributes, read only
 
 
 def _notified(before: bool, plan: RoutePlan) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import and_, bindparam, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -45,6 +46,9 @@ ACTOR_COLUMNS = (Actor.id, Actor.kind, Actor.handle, Actor.name, Actor.enabled, 
 
 # Built once (building costs more than SQLite takes to run it); a post binds its thread and names.
 _TP = ThreadParticipant
+# Read with the rest (not bound from the caller's thread row): the read can then travel with the
+# post's UPDATE of the thread, and sees the thread as that UPDATE left it.
+_DEFAULT_BOT = select(Thread.default_bot_id).where(Thread.id == bindparam("thread_id")).scalar_subquery()
 _RECIPIENTS = (
     select(*ACTOR_COLUMNS, _TP.actor_id.label("participant"))
     .outerjoin(_TP, (_TP.actor_id == Actor.id) & (_TP.thread_id == bindparam("thread_id")))
@@ -53,7 +57,7 @@ _RECIPIENTS = (
             _TP.actor_id.is_not(None),
             and_(
                 Actor.deleted.is_(False),
-                or_(Actor.handle.in_(bindparam("named", expanding=True)), Actor.id == bindparam("default")),
+                or_(Actor.handle.in_(bindparam("named", expanding=True)), Actor.id == _DEFAULT_BOT),
             ),
         )
     )
@@ -67,15 +71,19 @@ _WITH_MAIL = fast.Sql(
 _JUST_RECIPIENTS = fast.Sql(_RECIPIENTS)
 
 
-async def load_recipients(
-    session: AsyncSession, thread: Thread, handles: Iterable[str], *, mail_of: str | None = None
-) -> Recipients:
-    """The actors named by ``handles``, the thread's participants and default bot, and with
-    ``mail_of`` that actor's queued mail in the thread."""
-    params = {"thread_id": thread.id, "named": list(dict.fromkeys(handles)), "default": thread.default_bot_id}
-    if mail_of is not None:
-        params["mail_of"] = mail_of
-    rows = await fast.execute(session, _WITH_MAIL if mail_of is not None else _JUST_RECIPIENTS, params)
+def recipients_read(
+    thread_id: str, handles: Iterable[str], *, mail_of: str | None = None
+) -> tuple[fast.Sql, dict[str, Any]]:
+    """The read of the actors named by ``handles``, the thread's participants and default bot, and
+    with ``mail_of`` that actor's queued mail in the thread (its rows: :func:`recipients_of`)."""
+    params: dict[str, Any] = {"thread_id": thread_id, "named": list(dict.fromkeys(handles))}
+    if mail_of is None:
+        return _JUST_RECIPIENTS, params
+    return _WITH_MAIL, {**params, "mail_of": mail_of}
+
+
+def recipients_of(rows: Sequence[Any], *, mail_of: str | None = None) -> Recipients:
+    """What :func:`recipients_read` read."""
     # The rows stand in for Actor objects (same attributes, read only; the session does not track them).
     actors = {row.handle: row for row in rows if not row.deleted}
     participant_ids = [row.id for row in rows if row.participant is not None]

@@ -112,8 +112,14 @@ class Runner:
         self.checkpointer.start(claim.run_id, fresh=not claim.resume)
         config = {"configurable": {"thread_id": claim.run_id}, "recursion_limit": 200}
         final: AIMessage | None = None
+        # Checkpoints are written once, when the graph stops (a pause is persisted then, by
+        # ``DeferredSaver.persist``); nothing reads a running run's transcript before.
         stream = agent.astream(
-            _input(claim, prepared), config, context=context, stream_mode=["updates", "messages"]
+            _input(claim, prepared),
+            config,
+            context=context,
+            stream_mode=["updates", "messages"],
+            durability="exit",
         )
         async for mode, chunk in stream:
             if mode == "messages":
