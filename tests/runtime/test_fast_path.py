@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import bindparam, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 
 from conftest import Team
 from openbot.core.ids import new_id
@@ -138,3 +138,51 @@ async def test_a_held_write_that_fails_fails_its_transaction_with_the_usual_erro
     assert contents == ["first"]  # nothing of the failed transaction was written
     async with rt.db.transaction() as s:  # and the connection it used works as before
         await fast.insert(s, _message(thread, "later"))
+
+
+async def test_reads_sent_together_come_back_in_order_after_the_held_writes(rt: Runtime, team: Team) -> None:
+    """``fast.execute_all``: each statement's rows, in the order given, seeing the writes before
+    them; on PostgreSQL the writes and the reads travel in one round trip."""
+    thread = await team.thread()
+    first, second = _message(thread, "one"), _message(thread, "two")
+    trips: list[int] = []
+    driver.trip_listeners.append(trips.append)
+    try:
+        async with rt.db.transaction() as s:
+            await fast.insert(s, first, second)
+            await fast.execute(s, _BUMP, {"id": second.id})
+            trips.clear()
+            bumped, unbumped = await fast.execute_all(
+                s,
+                [
+                    (_BY_THREAD, {"thread_id": thread, "ids": [first.id, second.id]}),
+                    (_HOP_ZERO, {"thread_id": thread}),
+                ],
+            )
+    finally:
+        driver.trip_listeners.remove(trips.append)
+    assert [(row.id, row.hop) for row in bumped] == [(first.id, 0), (second.id, 1)]
+    assert [row.id for row in unbumped] == [first.id]
+    if rt.db.dialect.shared:
+        assert trips == [4]  # the insert, the update and both reads: one round trip
+    else:
+        assert trips == []  # SQLite has no round trips: everything ran at once
+
+
+async def test_a_held_row_lock_is_taken_before_the_read_it_travels_with(rt: Runtime, team: Team) -> None:
+    """``fast.hold``: a ``SELECT … FOR UPDATE`` whose rows nobody reads goes out with the next
+    read, and before it: once that read has returned, the row is locked."""
+    if not rt.db.dialect.shared:
+        pytest.skip("SQLite has no row locks: its writers are serialised at BEGIN IMMEDIATE")
+    thread = await team.thread()
+    row = _message(thread, "locked")
+    async with rt.db.transaction() as s:
+        await fast.insert(s, row)
+    lock = fast.Sql(select(Message.id).where(Message.id == bindparam("id")).with_for_update())
+    async with rt.db.transaction() as s:
+        await fast.hold(s, lock, {"id": row.id})
+        assert [r.id for r in await fast.execute(s, _HOP_ZERO, {"thread_id": thread})] == [row.id]
+        async with rt.db.engine.connect() as other:
+            busy = select(Message.id).where(Message.id == row.id).with_for_update(nowait=True)
+            with pytest.raises(OperationalError):
+                await other.execute(busy)

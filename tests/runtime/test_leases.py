@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from sqlalchemy import event
 
 from conftest import Team
 from openbot.core.clock import FakeClock
@@ -78,3 +79,38 @@ async def test_the_heartbeat_keeps_a_long_run_s_lease_alive(team: Team, clock: F
     await rt.runs.cancel(run.id)
     await team.idle()
     assert [r.status for r in await team.runs(thread)] == ["cancelled"]
+
+
+async def test_a_run_being_claimed_is_never_taken_over_by_its_own_process(
+    team: Team, clock: FakeClock
+) -> None:
+    """A claim's commit can yield to a maintenance pass before the run is in flight; were the clock
+    past the run's lease then (a stalled process), the pass's recovery must not fail the run its
+    own process is about to start (it did on PostgreSQL: the run failed, its mail was re-queued)."""
+    rt = team.rt
+    thread = await team.thread()
+    rt.system.pause()
+    await team.post(thread, "@engineer build")
+    async with rt.db.read() as s:
+        engineer = await get_actor(s, "engineer")
+    alive_at_commit: list[set[str]] = []
+
+    def on_commit(_connection: object) -> None:
+        alive_at_commit.append(rt.system.alive())
+
+    event.listen(rt.db.engine.sync_engine, "commit", on_commit)
+    try:
+        claim = await rt.system.claim(engineer.id)
+    finally:
+        event.remove(rt.db.engine.sync_engine, "commit", on_commit)
+    assert claim is not None
+    assert any(claim.run_id in alive for alive in alive_at_commit)  # alive while committing
+    assert claim.run_id not in rt.system.alive()  # claimed by hand: nobody's once it returns
+    rt.system.claiming.add(claim.run_id)  # as while its commit is under way
+    clock.advance(rt.settings.lease_seconds + 1)  # (the maintenance pass may renew the lease too)
+    assert await rt.system.recover(expired_only=True) == 0
+    assert [r.status for r in await team.runs(thread)] == ["running"]
+    rt.system.claiming.discard(claim.run_id)  # nobody works on it any more: fair game
+    clock.advance(2 * rt.settings.lease_seconds)
+    await rt.system.recover(expired_only=True)  # (or the maintenance pass did, on PostgreSQL)
+    assert [r.status for r in await team.runs(thread)] == ["failed"]

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
+
+import pytest
+from sqlalchemy import text
 
 from conftest import Team
 from openbot.config import Settings
@@ -106,3 +110,51 @@ async def test_an_api_only_process_tells_its_readers_and_looks_for_no_work(tmp_p
         assert sub.queue.get_nowait().type == "journal"  # its event streams read the journal
         assert woken == [] and not rt.system._poll_wanted.is_set()
         sub.close()
+
+
+async def test_mail_posted_while_a_run_finishes_is_claimed_by_one_side_or_the_other(team: Team) -> None:
+    """A bot at its ceiling: while its run's finish is open, mail arrives and the bot's claim runs.
+    Either the claim waits for the finish and finds room, or the finish's mail check sees the mail:
+    never both miss it (on PostgreSQL the claim used to see the run still running and give up,
+    after the finish had checked for mail, and the mail sat queued until the next poll)."""
+    rt = team.rt
+    if not rt.db.dialect.shared:
+        pytest.skip("SQLite serialises writers: a claim cannot run while a finish is open")
+    rt.system.pause()
+    async with rt.db.transaction() as s:
+        await update_bot(s, "engineer", BotUpdate(max_parallel_threads=1))
+        engineer = (await get_actor(s, "engineer")).id
+    first, second = await team.thread("first"), await team.thread("second")
+    await team.post(first, "@engineer one")
+    running = await rt.system.claim(engineer)
+    assert running is not None and running.at_ceiling
+    async with rt.db.transaction() as s:
+        more = await finish(s, running, Outcome(reply="done"), rt.delivery)
+        assert not more  # nothing queued yet
+        await team.post(second, "@engineer two")  # committed while the finish is open
+        claiming = asyncio.create_task(rt.system.claim(engineer))
+
+        async def claim_ended_or_waits() -> bool:
+            return claiming.done() or await _a_claim_waits_for_its_bot(rt)
+
+        await _until(claim_ended_or_waits)
+        assert not claiming.done()  # the claim waits for the finish instead of giving up
+    claim = await claiming
+    assert claim is not None and claim.thread_id == second
+
+
+async def _a_claim_waits_for_its_bot(rt: Runtime) -> bool:
+    """Whether a claim's bot lock (``FOR NO KEY UPDATE`` of actors) waits in this database."""
+    waiting = text(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+        " AND wait_event_type = 'Lock' AND query LIKE '%FROM actors%FOR NO KEY UPDATE%'"
+    )
+    async with rt.db.engine.connect() as conn:
+        return bool((await conn.execute(waiting)).scalar())
+
+
+async def _until(condition: Callable[[], Awaitable[bool]]) -> None:
+    """Wait for another connection's state (the database's): there is no event to await."""
+    async with asyncio.timeout(10):
+        while not await condition():  # noqa: ASYNC110 - the state is the database's, no event to await
+            await asyncio.sleep(0.01)

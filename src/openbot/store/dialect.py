@@ -63,6 +63,11 @@ class Dialect:
     async def lock_bot(self, session: AsyncSession, bot_id: str) -> None:
         """Serialise claimers of one bot, so its ceiling holds across processes."""
 
+    async def share_bot(self, session: AsyncSession, bot_id: str) -> None:
+        """Keep claims of the bot out until this transaction (a run's finish) ends: a claim that
+        finds the bot at its ceiling must see the finish committed, or the finish must see the
+        claim's mail (``runs.outcome.finish``). Finishes of one bot do not wait for each other."""
+
     def for_update(self, stmt: S, *, of: Any = None, skip_locked: bool = False) -> S:
         """Lock the selected rows until commit, where the database has row locks."""
         return stmt
@@ -124,6 +129,11 @@ class PostgresDialect(Dialect):
         # Held, so it goes out with the claim's first read (in order: the read sees it locked).
         await fast.hold(session, _LOCK_BOT, {"bot_id": bot_id})
 
+    async def share_bot(self, session: AsyncSession, bot_id: str) -> None:
+        # SHARE conflicts with the claim's NO KEY UPDATE, not with itself nor with the foreign-key
+        # checks (KEY SHARE) of posts that enqueue mail for the bot.
+        await fast.hold(session, _SHARE_BOT, {"bot_id": bot_id})
+
     def for_update(self, stmt: S, *, of: Any = None, skip_locked: bool = False) -> S:
         return stmt.with_for_update(of=of, skip_locked=skip_locked)
 
@@ -141,7 +151,12 @@ class PostgresDialect(Dialect):
         is held for one statement and the commit: the statement that inserts the journal rows
         takes the lock first (``_journal_insert``: a materialised CTE that every inserted row is
         joined with, so the lock is granted before the first id is drawn from the sequence) and
-        queues the transaction's NOTIFY (delivered at commit), so nothing is left to announce.
+        queues the transaction's NOTIFY, delivered at commit: one per transaction (a transaction's
+        identical notifications are delivered once, whatever the number of chunks). NOTIFY takes
+        a database-wide lock at commit and so serialises committers: never more than one. The
+        payload names the sender (a process skips its own announcements) and the bots the
+        transaction gave mail to (``announcement``), so a listener wakes them without a query; the
+        poll stays the truth.
         """
         session.flush()  # every other write of the transaction first
         connection = session.connection()
@@ -207,6 +222,7 @@ def announcement_of(session: Session, sender: str) -> str:
 
 
 _LOCK_BOT = fast.Sql(select(Actor.id).where(Actor.id == bindparam("bot_id")).with_for_update(key_share=True))
+_SHARE_BOT = fast.Sql(select(Actor.id).where(Actor.id == bindparam("bot_id")).with_for_update(read=True))
 _JOURNAL_CHUNK = 100  # journal rows per INSERT (a transaction writes a handful)
 _JOURNAL_INSERTS: dict[int, fast.Sql] = {}
 

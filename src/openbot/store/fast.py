@@ -209,8 +209,8 @@ async def execute_all(
     connection, info = await driver.connection_of(session)
     dialect = _dialect(session)
     compiled = [sql.compiled(dialect) for sql, _ in statements]
-    bound = [_params(c, params) for c, (_, params) in zip(compiled, statements, strict=True)]
-    found = await driver.send_all(connection, info, bound)
+    texts = [_params(c, params) for c, (_, params) in zip(compiled, statements, strict=True)]
+    found = await driver.send_all(connection, info, texts)
     return [_rows(c, rows) for c, rows in zip(compiled, found, strict=True)]
 
 

@@ -26,7 +26,7 @@ from openbot.runtime.memory.context import record
 from openbot.runtime.runs.claim import Claim
 from openbot.runtime.runs.events import add_run_event, fenced, journal_run, log_run, move, save
 from openbot.store import fast
-from openbot.store.db import now
+from openbot.store.db import dialect, now
 from openbot.store.models import Actor, InboxItem, PreparedContext, Run, Thread, ThreadParticipant
 
 _SETTLE = fast.Sql(
@@ -53,7 +53,14 @@ class Outcome:
 
 async def finish(session: AsyncSession, claim: Claim, outcome: Outcome, delivery: Delivery) -> bool:
     """Write a run's outcome (releasing the bot's held hand-offs once it may); returns whether
-    the bot has mail queued still, so its worker should look again."""
+    the bot has mail queued still, so its worker should look again.
+
+    The bot's claims wait for this transaction (``Dialect.share_bot``; SQLite serialises every
+    writer anyway): a claim that found the bot at its ceiling because this run was still running
+    has committed before the mail check below, which then sees the mail the claim left queued.
+    Without it, mail posted while this transaction runs could be missed by both: the claim saw
+    the ceiling, and the check ran before the mail was committed."""
+    await dialect(session).share_bot(session, claim.bot_id)  # sent with the fence, before it
     run, bot, thread = await fenced(session, claim.run_id, claim.token)
     run.input_tokens += outcome.input_tokens
     run.output_tokens += outcome.output_tokens

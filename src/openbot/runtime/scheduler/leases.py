@@ -21,9 +21,9 @@ if TYPE_CHECKING:
 
 async def heartbeat(system: ActorSystem) -> list[str]:
     """Renew the leases of our in-flight runs; cancel the ones that moved on. Returns those ids."""
-    if not system.in_flight:
+    ours = list(system.alive())
+    if not ours:
         return []
-    ours = list(system.in_flight)
     expires = system.clock.now() + timedelta(seconds=system.settings.lease_seconds)
     async with system.db.transaction() as s:
         await s.execute(

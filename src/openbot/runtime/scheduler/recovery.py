@@ -32,11 +32,14 @@ async def recover(system: ActorSystem, *, expired_only: bool, ours: bool = False
     also the runs leased to this node, whatever their expiry (at start, before it claims any).
     """
     stamp = system.clock.now()
+    alive = system.alive()  # never ours to take over, whatever their leases say
     async with system.db.transaction() as s:
         stmt = select(Run).where(Run.status.in_(IN_FLIGHT_RUNS))
         if expired_only:
             lapsed = Run.lease_expires_at < stamp
             stmt = stmt.where(or_(lapsed, Run.lease_owner == system.owner) if ours else lapsed)
+        if alive:
+            stmt = stmt.where(Run.id.not_in(alive))
         orphans = list(await s.scalars(system.db.dialect.for_update(stmt, skip_locked=True)))
         for run in orphans:
             await end_run(

@@ -69,6 +69,8 @@ class ActorSystem:
         self.owner = node.configured_name(settings)
         self.workers: dict[str, BotWorker] = {}
         self.in_flight: dict[str, asyncio.Task[None]] = {}  # run id → task that runs and settles it
+        #: Runs whose claim is committing: alive here before they are in flight (``alive``).
+        self.claiming: set[str] = set()
         self.executions: dict[str, asyncio.Task[Outcome]] = {}  # run id → the agent's own task
         self.maintenance = Maintenance(self)
         self._group: asyncio.TaskGroup | None = None
@@ -172,10 +174,25 @@ class ActorSystem:
 
     # ── claiming and running ─────────────────────────────────────────────────────────────────
     async def claim(self, bot_id: str) -> Claim | None:
-        """Claim the bot's next batch as a running run (the caller holds a slot)."""
-        async with self.db.transaction() as s:
-            only_takes_mail(s)  # its announcement sends nobody looking for work
-            return await claim_next(s, bot_id, self.owner, self.settings.lease_seconds, self.admission)
+        """Claim the bot's next batch as a running run (the caller holds a slot, and starts the
+        run as soon as this returns)."""
+        claimed: Claim | None = None
+        try:
+            async with self.db.transaction() as s:
+                only_takes_mail(s)  # its announcement sends nobody looking for work
+                claimed = await claim_next(s, bot_id, self.owner, self.settings.lease_seconds, self.admission)
+                if claimed is not None:
+                    # The commit can yield to the maintenance pass: the run is ours and alive
+                    # from here on, whatever its lease says (a stalled process's lease lapses).
+                    self.claiming.add(claimed.run_id)
+            return claimed
+        finally:
+            if claimed is not None:
+                self.claiming.discard(claimed.run_id)
+
+    def alive(self) -> set[str]:
+        """The runs this process is working on: in flight, or being claimed."""
+        return {*self.in_flight, *self.claiming}
 
     def start_run(self, claim: Claim) -> None:
         if self._group is None:
