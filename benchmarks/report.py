@@ -136,6 +136,12 @@ def _throughput_targets(throughput: dict[str, Any]) -> dict[str, Any]:
                 **_check(measured["runs_per_second"], ">=", RUNS_PER_SECOND, "runs/s"),
                 "all_runs_completed": measured["all_completed"],
             }
+            outside = throughput["sqlite"].get("over_http")
+            if outside:
+                out["throughput_sqlite_over_http"] = {
+                    **_check(outside["runs_per_second"], ">=", RUNS_PER_SECOND, "runs/s"),
+                    "all_runs_completed": outside["all_completed"],
+                }
         statements = measured["per_run"].get("db_statements")
         if statements is not None:
             out[f"statements_per_run_{backend}"] = _check(statements, "<=", STATEMENTS_PER_RUN, "")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 from sqlalchemy import bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -92,17 +92,9 @@ async def get_actor(session: AsyncSession, handle: str, *, kind: str | None = No
     return actor
 
 
-_ACTOR_ROW = fast.Sql(
+ACTOR_ROW = fast.Sql(  # a live actor by handle (binds handle)
     select(*fast.table_of(Actor).columns).where(Actor.handle == bindparam("handle"), Actor.deleted.is_(False))
 )
-
-
-async def actor_row(session: AsyncSession, handle: str) -> Actor:
-    """:func:`get_actor` on the fast path: a read-only record with the Actor's attributes."""
-    actor = await fast.first(session, _ACTOR_ROW, {"handle": handle})
-    if actor is None:
-        raise NotFound(f"no actor @{handle}", {"handle": handle})
-    return cast(Actor, actor)
 
 
 async def get_bot(session: AsyncSession, handle: str) -> tuple[Actor, BotProfile]:

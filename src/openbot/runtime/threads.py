@@ -13,7 +13,7 @@ from openbot.core.scheduling import ItemKind
 from openbot.core.states import ItemStatus
 from openbot.runtime.commands import ThreadCreate
 from openbot.runtime.governor.disposals import Reason, dispose_queued
-from openbot.runtime.team import get_actor
+from openbot.runtime.team import ACTOR_ROW, get_actor
 from openbot.runtime.views import MessageView, ThreadView, message_view, thread_view
 from openbot.store import fast
 from openbot.store.db import now
@@ -31,13 +31,16 @@ async def get_thread(session: AsyncSession, thread_id: str) -> Thread:
 _THREAD_ROW = fast.Sql(select(*fast.table_of(Thread).columns).where(Thread.id == bindparam("thread_id")))
 
 
-async def thread_row(session: AsyncSession, thread_id: str) -> Thread:
-    """:func:`get_thread` on the fast path: a read-only record with the Thread's attributes (posting
-    needs no more; ``Delivery.post`` reads the row again, locked)."""
-    row = await fast.first(session, _THREAD_ROW, {"thread_id": thread_id})
-    if row is None:
+async def thread_and_actor(session: AsyncSession, thread_id: str, handle: str) -> tuple[Thread, Actor | None]:
+    """The thread as a read-only record with its attributes (posting needs no more;
+    ``Delivery.post`` reads the row again, locked), and the live actor called ``handle`` (None if
+    there is none), read together (one round trip on PostgreSQL): what a post starts from."""
+    found, actors = await fast.execute_all(
+        session, [(_THREAD_ROW, {"thread_id": thread_id}), (ACTOR_ROW, {"handle": handle})]
+    )
+    if not found:
         raise NotFound(f"thread {thread_id} not found", {"thread_id": thread_id})
-    return cast(Thread, row)
+    return cast(Thread, found[0]), cast(Actor, actors[0]) if actors else None
 
 
 async def participants(session: AsyncSession, thread_id: str) -> list[Actor]:

@@ -7,14 +7,14 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from openbot.core.errors import InvalidArgument, NotFound
+from openbot.core.errors import InvalidArgument
 from openbot.core.states import ACTIVE_RUNS
 from openbot.runtime import idempotency, threads
 from openbot.runtime.commands import InboxAck, MessageCreate, ThreadCreate, ThreadUpdate
 from openbot.runtime.delivery import inbox
 from openbot.runtime.delivery.post import Delivery
 from openbot.runtime.scheduler.system import ActorSystem
-from openbot.runtime.team import actor_row, get_actor
+from openbot.runtime.team import get_actor
 from openbot.runtime.tools.workspace import normalise_directory
 from openbot.runtime.views import ItemView, MessageView, PostView, ThreadView
 from openbot.store.db import Database
@@ -108,11 +108,9 @@ class ThreadService:
 
     async def _post(self, thread_id: str, command: MessageCreate, key: str | None) -> Posted:
         async with self.db.transaction() as s:
-            thread = await threads.thread_row(s, thread_id)
-            try:
-                sender = await actor_row(s, command.from_)
-            except NotFound as exc:
-                raise InvalidArgument(f"unknown sender @{command.from_}", {"field": "from"}) from exc
+            thread, sender = await threads.thread_and_actor(s, thread_id, command.from_)
+            if sender is None:
+                raise InvalidArgument(f"unknown sender @{command.from_}", {"field": "from"})
             asked = idempotency.fingerprint(command)
             earlier = await idempotency.find(s, thread.id, sender.id, key) if key is not None else None
             if earlier is not None:
