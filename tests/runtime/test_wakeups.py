@@ -30,13 +30,18 @@ def record_wakes(rt: Runtime) -> list[str]:
     return woken
 
 
-async def test_the_poll_leaves_a_bot_at_its_ceiling_alone_until_its_run_settles(team: Team) -> None:
-    rt = team.rt
-    rt.system.pause()
-    async with rt.db.transaction() as s:
+async def _engineer_of_one_thread(team: Team) -> tuple[str, str, str]:
+    """The system paused, @engineer's ceiling one thread: its id, and two threads."""
+    team.rt.system.pause()
+    async with team.rt.db.transaction() as s:
         await update_bot(s, "engineer", BotUpdate(max_parallel_threads=1))
         engineer = (await get_actor(s, "engineer")).id
-    first, second = await team.thread("first"), await team.thread("second")
+    return engineer, await team.thread("first"), await team.thread("second")
+
+
+async def test_the_poll_leaves_a_bot_at_its_ceiling_alone_until_its_run_settles(team: Team) -> None:
+    rt = team.rt
+    engineer, first, second = await _engineer_of_one_thread(team)
     await team.post(first, "@engineer one")
     await team.post(second, "@engineer two")
     claim = await rt.system.claim(engineer)
@@ -120,11 +125,7 @@ async def test_mail_posted_while_a_run_finishes_is_claimed_by_one_side_or_the_ot
     rt = team.rt
     if not rt.db.dialect.shared:
         pytest.skip("SQLite serialises writers: a claim cannot run while a finish is open")
-    rt.system.pause()
-    async with rt.db.transaction() as s:
-        await update_bot(s, "engineer", BotUpdate(max_parallel_threads=1))
-        engineer = (await get_actor(s, "engineer")).id
-    first, second = await team.thread("first"), await team.thread("second")
+    engineer, first, second = await _engineer_of_one_thread(team)
     await team.post(first, "@engineer one")
     running = await rt.system.claim(engineer)
     assert running is not None and running.at_ceiling
