@@ -109,10 +109,8 @@ def fetch_now(connection: Any, statements: Sequence[tuple[str, Any]]) -> list[Se
     returning rows, after the writes waiting on the connection, in one pipeline; their rows."""
     from sqlalchemy.util import await_only
 
-    pending = connection.info.pop(PENDING, None) or []
-    batch = [*pending, *statements]
     rows: list[Sequence[Any]] = await_only(
-        _pipeline(connection.connection.driver_connection, batch, wanted=len(statements))
+        send_all(connection.connection.driver_connection, connection.info, statements)
     )
     return rows
 

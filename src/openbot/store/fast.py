@@ -177,6 +177,14 @@ class Reader:
         self.database = database
 
 
+async def _connection(session: AsyncSession) -> tuple[Any, dict[str, Any]]:
+    """The driver connection of the session's transaction, with the ORM's pending work flushed
+    first, so a statement sent on it sees everything the unit wrote before it."""
+    if not session.sync_session._is_clean():
+        await session.flush()
+    return await driver.connection_of(session)
+
+
 async def execute(
     session: AsyncSession | Reader, sql: Sql, params: Mapping[str, Any] | None = None
 ) -> list[Any]:
@@ -188,9 +196,7 @@ async def execute(
         compiled = sql.compiled(session.dialect)
         text, values = _params(compiled, params or {})
         return _rows(compiled, await driver.run(session.connection, text, values))
-    if not session.sync_session._is_clean():
-        await session.flush()
-    connection, info = await driver.connection_of(session)
+    connection, info = await _connection(session)
     compiled = sql.compiled(_dialect(session))
     text, values = _params(compiled, params or {})
     found = await driver.send(connection, info, text, values, rows=compiled.record is not None)
@@ -204,9 +210,7 @@ async def execute_all(
     trip); each one's rows, in order."""
     if isinstance(session, Reader):
         return [await execute(session, sql, params) for sql, params in statements]
-    if not session.sync_session._is_clean():
-        await session.flush()
-    connection, info = await driver.connection_of(session)
+    connection, info = await _connection(session)
     dialect = _dialect(session)
     compiled = [sql.compiled(dialect) for sql, _ in statements]
     texts = [_params(c, params) for c, (_, params) in zip(compiled, statements, strict=True)]
@@ -218,9 +222,7 @@ async def hold(session: AsyncSession, sql: Sql, params: Mapping[str, Any] | None
     """Run ``sql`` in the session's transaction, its rows unread: a row lock (``SELECT … FOR
     UPDATE``) that PostgreSQL takes in the next round trip, in order before the statement that
     needs it (``store.driver``); SQLite runs it at once."""
-    if not session.sync_session._is_clean():
-        await session.flush()
-    connection, info = await driver.connection_of(session)
+    connection, info = await _connection(session)
     text, values = _params(sql.compiled(_dialect(session)), params or {})
     await driver.send(connection, info, text, values, rows=False)
 
@@ -341,9 +343,7 @@ async def insert_rows(
     lock; PostgreSQL draws them from the sequence in VALUES order too: sorted keys match the rows."""
     if not rows:
         return []
-    if not session.sync_session._is_clean():
-        await session.flush()
-    connection, info = await driver.connection_of(session)
+    connection, info = await _connection(session)
     shape = rows_of(table, _dialect(session))
     keys: list[Any] = []
     for start in range(0, len(rows), CHUNK):

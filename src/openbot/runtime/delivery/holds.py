@@ -91,20 +91,16 @@ async def after_run(session: AsyncSession, bot: Actor, thread_id: str) -> bool:
     still has mail queued (its worker should look again)."""
     row = (await fast.execute(session, _AFTER_RUN, {"thread_id": thread_id, "sender_id": bot.id}))[0]
     if row.held:
-        await _release(session, bot, thread_id)
+        await release_holds(session, bot, thread_id)
     return bool(row.mail)
 
 
 async def release_holds(session: AsyncSession, bot: Actor, thread_id: str) -> list[str]:
     """Deliver the sender's pending holds in a thread once its queue there is empty.
 
-    Returns the ids of the bots woken. Called at recovery (a run's end: :func:`after_run`).
+    Returns the ids of the bots woken. Called at recovery, and at a run's end when
+    :func:`after_run` found holds.
     """
-    held = await session.scalar(select(_ANY_PENDING), {"thread_id": thread_id, "sender_id": bot.id})
-    return await _release(session, bot, thread_id) if held else []
-
-
-async def _release(session: AsyncSession, bot: Actor, thread_id: str) -> list[str]:
     ids = {"thread_id": thread_id, "sender_id": bot.id}
     holds = list(await session.scalars(_PENDING, ids))
     if not holds or await queued_mail(session, bot.id, thread_id):
