@@ -17,6 +17,7 @@ from openbot.cli_base import DEFAULT_SERVER, ServerOpt, TokenOpt, app, db_app, f
 if TYPE_CHECKING:
     from openbot.config import Settings
 
+
 def _settings(**values: object) -> Settings:
     """The settings, or one line naming the variable that does not parse."""
     from pydantic import ValidationError

@@ -195,4 +195,3 @@ def test_serve_with_workers_names_them_after_its_node_and_stops_them(tmp_path: P
         serve.wait(timeout=30)
     # SIGTERM stopped the workers too: nothing holds their names any more.
     wait_until(lambda: not names & held_node_names(PG_URL), "the workers to stop with serve", timeout=30)
-

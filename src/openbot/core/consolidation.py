@@ -51,7 +51,6 @@ MAX_MEMORIES = 1_000
 """Clustering looks at this many memories at most (the most recently updated come first)."""
 
 
-
 @dataclass(frozen=True)
 class Remembered:
     id: str

@@ -34,15 +34,17 @@ _STAMP = PendingReflection.last_run_at.type
 
 # Built once: it runs in every completed run's finish transaction. The SELECT finds the bot's
 # profile only when its memory is enabled, so a bot without memory writes nothing.
-_SCHEDULE = fast.Sql(text(
-    "INSERT INTO pending_reflections "
-    "(bot_id, thread_id, from_message_id, runs, last_run_at, lease_until, attempts, created_at) "
-    "SELECT CAST(:bot_id AS VARCHAR(40)), CAST(:thread_id AS VARCHAR(40)), "
-    "CAST(:from_message_id AS VARCHAR(40)), 1, :stamp, NULL, 0, :stamp "
-    "FROM bot_profiles WHERE actor_id = CAST(:bot_id AS VARCHAR(40)) AND memory_enabled "
-    "ON CONFLICT (bot_id, thread_id) DO UPDATE SET "
-    "last_run_at = excluded.last_run_at, runs = pending_reflections.runs + 1"
-).bindparams(bindparam("stamp", type_=_STAMP)))
+_SCHEDULE = fast.Sql(
+    text(
+        "INSERT INTO pending_reflections "
+        "(bot_id, thread_id, from_message_id, runs, last_run_at, lease_until, attempts, created_at) "
+        "SELECT CAST(:bot_id AS VARCHAR(40)), CAST(:thread_id AS VARCHAR(40)), "
+        "CAST(:from_message_id AS VARCHAR(40)), 1, :stamp, NULL, 0, :stamp "
+        "FROM bot_profiles WHERE actor_id = CAST(:bot_id AS VARCHAR(40)) AND memory_enabled "
+        "ON CONFLICT (bot_id, thread_id) DO UPDATE SET "
+        "last_run_at = excluded.last_run_at, runs = pending_reflections.runs + 1"
+    ).bindparams(bindparam("stamp", type_=_STAMP))
+)
 
 _DUE = (
     select(PendingReflection.bot_id, PendingReflection.thread_id)

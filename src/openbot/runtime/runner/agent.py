@@ -30,6 +30,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from openbot.config import Settings
 from openbot.core.model_errors import classify_model_error
+from openbot.runtime.runner import tracing
 from openbot.runtime.runner.bounds import ToolBounds
 from openbot.runtime.tools.context import RunContext
 from openbot.runtime.tools.registry import ToolRegistry
@@ -55,6 +56,7 @@ class AgentCache:
         self.registry = registry
         self.checkpointer = checkpointer
         self._agents: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+        tracing.install()  # every middleware hook of these agents is wrapped in ``traceable``
 
     def __len__(self) -> int:
         """Compiled agents held."""

@@ -194,9 +194,7 @@ _SIZE = select(func.count()).select_from(
 def _page(*, scoped: bool, paged: bool) -> Select[*tuple[Any, ...]]:
     """A page of the window, newest first; the first page also carries the thread's size (one
     statement instead of two: SQLite and PostgreSQL evaluate the uncorrelated subquery once)."""
-    stmt: Select[*tuple[Any, ...]] = select(*_COLUMNS).where(
-        Message.thread_id == bindparam("thread_id")
-    )
+    stmt: Select[*tuple[Any, ...]] = select(*_COLUMNS).where(Message.thread_id == bindparam("thread_id"))
     if scoped:
         stmt = stmt.where(_IN_VIEW)
     if paged:

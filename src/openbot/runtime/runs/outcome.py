@@ -31,9 +31,7 @@ from openbot.store.models import Actor, InboxItem, PreparedContext, Run, Thread,
 
 _SETTLE = fast.Sql(
     update(InboxItem)
-    .where(
-        InboxItem.id.in_(bindparam("ids", expanding=True)), InboxItem.status == ItemStatus.PROCESSING
-    )
+    .where(InboxItem.id.in_(bindparam("ids", expanding=True)), InboxItem.status == ItemStatus.PROCESSING)
     .values(status=bindparam("status"), updated_at=bindparam("stamp", type_=InboxItem.updated_at.type))
 )
 
