@@ -186,3 +186,34 @@ async def test_a_held_row_lock_is_taken_before_the_read_it_travels_with(rt: Runt
             busy = select(Message.id).where(Message.id == row.id).with_for_update(nowait=True)
             with pytest.raises(OperationalError):
                 await other.execute(busy)
+
+
+_TWO_LISTS = fast.Sql(
+    select(Message.id)
+    .where(
+        Message.thread_id == bindparam("thread_id"),
+        Message.id.in_(bindparam("ids", expanding=True)),
+        Message.hop.in_(bindparam("hops", expanding=True)),
+        Message.hop < 9,
+    )
+    .order_by(Message.id)
+)
+
+
+@pytest.mark.parametrize("dialect_name", ["sqlite", "postgresql"])
+def test_in_lists_bind_as_sqlalchemy_renders_them_whatever_their_lengths(dialect_name: str) -> None:
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    dialect = sqlite.dialect() if dialect_name == "sqlite" else postgresql.psycopg.dialect()  # type: ignore[attr-defined]
+    compiled = _TWO_LISTS.compiled(dialect)
+    # Rendered lengths are remembered; every call binds its own values, in SQLAlchemy's order.
+    for ids, hops in [(["a", "b"], [1]), (["c", "d"], [2]), ([], [3, 4, 5]), (["e"], []), (["f", "g"], [6])]:
+        params = {"thread_id": "t1", "ids": ids, "hops": hops}
+        expected = compiled.compiled.construct_expanded_state({**compiled.fixed, **params})
+        text, values = fast.bound(_TWO_LISTS, dialect, params)
+        assert text == expected.statement
+        if compiled.named:
+            assert values == expected.parameters
+        else:
+            assert values == [expected.parameters[n] for n in expected.positiontup or ()]
+    assert sorted(compiled.expansions) == [(0, 3), (1, 0), (2, 1)]  # (2, 1) rendered once for three calls

@@ -20,7 +20,7 @@ must also write here (or flush first: :func:`execute` flushes pending ORM work b
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import groupby
 from typing import Any
 
@@ -61,10 +61,21 @@ class _Compiled:
     order: tuple[str, ...]  # bind names in positional order
     binds: tuple[Processor | None, ...]  # bind processors, in ``order``
     record: type[Record] | None
-    expanding: bool
+    expanding: tuple[str, ...]  # the ``IN`` lists' bind names
     compiled: SQLCompiler
     fixed: dict[str, Any]  # values bound in the statement itself (literals in a WHERE clause)
     converted: tuple[tuple[int, Processor], ...]  # the result columns that need converting
+    expansions: dict[tuple[int, ...], _Expansion] = field(default_factory=dict)  # by list lengths
+
+
+@dataclass(frozen=True)
+class _Expansion:
+    """A statement with ``IN`` lists of given lengths, rendered once: its SQL, and for each of its
+    parameters the bind it takes its value from (and the list index, for a list's element)."""
+
+    sql: str
+    names: tuple[str, ...]
+    sources: tuple[tuple[str, int | None, Processor | None], ...]  # (bind, index, processor)
 
 
 class Sql:
@@ -93,7 +104,7 @@ def _compile(statement: ClauseElement, dialect: SADialect) -> _Compiled:
     columns = compiled._result_columns  # (keyname, name, objects, type) per column
     results = tuple(_result_processor(column[3], dialect) for column in columns)
     record = _record_type([column[0] for column in columns]) if columns else None
-    expanding = any(bind.expanding for bind in compiled.binds.values())
+    expanding = tuple(name for name, bind in by_name.items() if bind.expanding)
     fixed = {name: bind.effective_value for name, bind in by_name.items() if not bind.required}
     converted = tuple((i, p) for i, p in enumerate(results) if p is not None)
     return _Compiled(compiled.string, named, order, binds, record, expanding, compiled, fixed, converted)
@@ -115,18 +126,7 @@ def _params(compiled: _Compiled, params: Mapping[str, Any]) -> tuple[str, Any]:
     if compiled.fixed:
         params = {**compiled.fixed, **params}
     if compiled.expanding:
-        state = compiled.compiled.construct_expanded_state(dict(params))
-        processors = state.processors
-        values = state.parameters
-        if compiled.named:
-            return state.statement, {
-                k: (processors[k](v) if k in processors and v is not None else v) for k, v in values.items()
-            }
-        names = state.positiontup or ()
-        return state.statement, [
-            processors[n](values[n]) if n in processors and values[n] is not None else values[n]
-            for n in names
-        ]
+        return _expanded(compiled, params)
     out = [params[name] for name in compiled.order]
     for i, process in enumerate(compiled.binds):
         if process is not None and out[i] is not None:
@@ -134,6 +134,35 @@ def _params(compiled: _Compiled, params: Mapping[str, Any]) -> tuple[str, Any]:
     if compiled.named:
         return compiled.sql, dict(zip(compiled.order, out, strict=True))
     return compiled.sql, out
+
+
+def _expanded(compiled: _Compiled, params: Mapping[str, Any]) -> tuple[str, Any]:
+    """A statement with ``IN`` lists: rendered by SQLAlchemy once per list lengths, then bound
+    here (rendering costs more than SQLite takes to run the statement)."""
+    lengths = tuple(len(params[name]) for name in compiled.expanding)
+    expansion = compiled.expansions.get(lengths)
+    if expansion is None:
+        expansion = compiled.expansions[lengths] = _expand(compiled, params)
+    values = []
+    for name, index, process in expansion.sources:
+        value = params[name] if index is None else params[name][index]
+        values.append(process(value) if process is not None and value is not None else value)
+    if compiled.named:
+        return expansion.sql, dict(zip(expansion.names, values, strict=True))
+    return expansion.sql, values
+
+
+def _expand(compiled: _Compiled, params: Mapping[str, Any]) -> _Expansion:
+    state = compiled.compiled.construct_expanded_state(dict(params))
+    names = tuple(state.positiontup or ()) if not compiled.named else tuple(state.parameters)
+    elements = {
+        f"{name}_{i + 1}": (name, i) for name in compiled.expanding for i in range(len(params[name]))
+    }
+    sources = []
+    for name in names:
+        bind, index = (name, None) if name in params and name not in elements else elements[name]
+        sources.append((bind, index, state.processors.get(name)))
+    return _Expansion(state.statement, names, tuple(sources))
 
 
 def bound(sql: Sql, dialect: SADialect, params: Mapping[str, Any]) -> tuple[str, Any]:
