@@ -41,7 +41,7 @@ types:
 # and on PostgreSQL each worker gets a database of its own (tests/conftest.py).
 PYTEST_WORKERS ?= 2
 pytest:
-	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile --durations=30
 
 bench: install-dev
 	$(BIN)/python -m benchmarks.run

@@ -131,7 +131,7 @@ async def test_a_run_costs_one_memory_read_and_one_batched_bump(rt: Runtime, tea
     seen: list[str] = []
 
     def record(statement: str, _parameters: Any) -> None:
-        if "memories" in statement and "run_contexts" not in statement:
+        if _searches_or_bumps_memories(statement):
             seen.append(statement.split()[0].upper())
 
     async with rt.db.read() as s:
@@ -151,3 +151,36 @@ async def test_a_run_costs_one_memory_read_and_one_batched_bump(rt: Runtime, tea
         await team.idle()
     assert injected == ["WITH" if rt.db.backend == "postgresql" else "SELECT", "UPDATE"]
     assert seen == []
+
+
+def _searches_or_bumps_memories(statement: str) -> bool:
+    """A statement about memories other than the run's head read (which only asks whether the
+    bot has any) and its context row."""
+    return "memories" in statement and "run_contexts" not in statement and "bot_profiles" not in statement
+
+
+async def test_a_bot_with_no_memories_yet_is_not_searched_until_it_has_one(
+    rt: Runtime, team: Team, client: httpx.AsyncClient
+) -> None:
+    seen: list[str] = []
+
+    def record(statement: str, _parameters: Any) -> None:
+        if _searches_or_bumps_memories(statement):
+            seen.append(statement.split()[0].upper())
+
+    thread = await team.thread()
+    with watch_statements(rt.db, record):
+        await team.post(thread, "@engineer how do we deploy payments?")
+        await team.idle()
+    assert seen == []  # memory is on, but there was nothing to search
+    async with rt.db.read() as s:
+        actor = await get_actor(s, "engineer")
+    async with rt.db.transaction() as s:
+        await store.create(s, BotRef(actor.id, actor.handle), "deploy payments with the release train")
+    with watch_statements(rt.db, record):
+        await team.post(thread, "@engineer how do we deploy payments?")
+        await team.idle()
+    assert seen == ["WITH" if rt.db.backend == "postgresql" else "SELECT", "UPDATE"]
+    runs = await team.runs(thread)
+    injected = await _context(client, runs[-1].id)
+    assert [m["content"] for m in injected["memories"]] == ["deploy payments with the release train"]

@@ -155,9 +155,7 @@ def _expanded(compiled: _Compiled, params: Mapping[str, Any]) -> tuple[str, Any]
 def _expand(compiled: _Compiled, params: Mapping[str, Any]) -> _Expansion:
     state = compiled.compiled.construct_expanded_state(dict(params))
     names = tuple(state.positiontup or ()) if not compiled.named else tuple(state.parameters)
-    elements = {
-        f"{name}_{i + 1}": (name, i) for name in compiled.expanding for i in range(len(params[name]))
-    }
+    elements = {f"{name}_{i + 1}": (name, i) for name in compiled.expanding for i in range(len(params[name]))}
     sources = []
     for name in names:
         bind, index = (name, None) if name in params and name not in elements else elements[name]

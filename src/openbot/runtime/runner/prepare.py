@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from sqlalchemy import Select, Text, bindparam, cast, func, or_, select
+from sqlalchemy import Select, Text, bindparam, cast, exists, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
@@ -34,7 +34,16 @@ from openbot.runtime.tools.memory import MEMORY_TOOLS
 from openbot.runtime.tools.registry import BUILTIN_TOOLS, workspace_tools
 from openbot.store import fast
 from openbot.store.db import Database
-from openbot.store.models import Actor, BotProfile, Message, Run, Thread, ThreadParticipant, TodoList
+from openbot.store.models import (
+    Actor,
+    BotProfile,
+    Memory,
+    Message,
+    Run,
+    Thread,
+    ThreadParticipant,
+    TodoList,
+)
 
 _COUNT_CAP = 1_000  # messages counted for the left-out note; past it the note says "at least"
 _COLUMNS = (Message.id, Message.sender_id, Message.content, Message.mentions)
@@ -75,14 +84,17 @@ class _Reads:
     scoped: bool
     window: _Window
     roster: list[RosterEntry]
+    remembers: bool  # the bot has bot-level memories to inject
 
 
 async def prepare(db: Database, settings: Settings, claim: Claim) -> Prepared:
     async with db.reader() as r:
         reads = await _read(r, settings, claim)
         trigger_text = "\n".join(m.content for m in reads.window.triggers)
-        # The bot's own bot-level memories, ranked by relevance to the triggers: one statement.
-        memories = await relevant(r, claim.bot_id, trigger_text) if reads.profile.memory_enabled else []
+        # The bot's own bot-level memories, ranked by relevance to the triggers: one statement
+        # (none for a bot that has none yet: the head read says so).
+        remembering = reads.profile.memory_enabled and reads.remembers
+        memories = await relevant(r, claim.bot_id, trigger_text) if remembering else []
     resume, waiting = None, None
     if claim.resume:  # what the human answered, and the question's ids
         async with db.read() as s:
@@ -154,10 +166,15 @@ _BOT = fast.Columns(Actor, "bot_")
 _PROFILE = fast.Columns(BotProfile, "profile_")
 _THREAD = fast.Columns(Thread, "thread_")
 _TODO = fast.Columns(TodoList, "todo_")
+# Whether the bot has a memory prepare could inject (``memory.store.relevant``'s rows): an index
+# probe in the head read instead of a search that would find nothing.
+_REMEMBERS = exists().where(
+    Memory.bot_id == Actor.id, Memory.lifecycle == "active", Memory.thread_id.is_(None)
+)
 # Rows are records with the ORM classes' attribute names (read only; the session tracks none).
 _HEAD = fast.Sql(
     select(*_BOT.columns, *_PROFILE.columns, *_THREAD.columns, *_TODO.columns)
-    .add_columns(_DEFAULT.handle.label("default"))
+    .add_columns(_DEFAULT.handle.label("default"), _REMEMBERS.label("remembers"))
     .select_from(Actor)
     .join(BotProfile, BotProfile.actor_id == Actor.id)
     .join(Thread, Thread.id == bindparam("thread_id"))
@@ -229,7 +246,9 @@ async def _read(s: AsyncSession | fast.Reader, settings: Settings, claim: Claim)
     scoped = is_scoped(bot.handle, default_handle, [a.handle for a in people if a.kind == "bot"])
     handles = {a.id: a.handle for a in people}
     window = await _read_window(s, settings, claim, bot, scoped, handles)
-    return _Reads(bot, profile, thread, todo, default_handle, people, scoped, window, roster)
+    return _Reads(
+        bot, profile, thread, todo, default_handle, people, scoped, window, roster, bool(row.remembers)
+    )
 
 
 def _by_handle(entry: RosterEntry) -> str:
