@@ -19,13 +19,19 @@ def test_a_shed_message_is_explained_on_the_dropped_triggers_page(
     page: Page, server: LiveServer, api: Client, console: ConsoleWatch
 ) -> None:
     api._request("POST", "/bots", json={"handle": "pager", "model": "scripted"})
-    api.update_bot("pager", max_queued=1, model_settings={"script": [], "delay_ms": 700})
+    api.update_bot("pager", model_settings={"script": [], "delay_ms": 60_000})  # busy until cancelled
     room = api.create_thread(title="Ops room", kind="channel", participants=["you", "pager"])["id"]
     api.post_message(room, "@pager first")
     wait_until(lambda: any(r["status"] == "running" for r in server.runs(bot="pager")), message="pager busy")
-    for text in ("@pager second", "@pager third", "@pager fourth"):  # three wait behind a bound of one
+    (busy,) = server.runs(bot="pager")
+    for text in ("@pager second", "@pager third", "@pager fourth"):  # three wait while it runs
         api.post_message(room, text)
+    # Then the bound drops to one: the next maintenance pass sheds the two oldest in one go (with
+    # the bound set first, a pass between two posts could shed them one at a time).
+    api.update_bot("pager", max_queued=1)
     wait_until(lambda: api._request("GET", "/disposals")["items"], message="a disposal")
+    api.update_bot("pager", model_settings={"script": []})  # the kept message is answered at once
+    api.cancel(busy["id"])
 
     page.goto(f"{server.url}/#/activity")
     expect(page.locator("#conn")).to_have_attribute("data-state", "live")
