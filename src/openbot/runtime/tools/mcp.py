@@ -18,16 +18,16 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
-from langchain_mcp_adapters.sessions import create_session
-from langchain_mcp_adapters.tools import load_mcp_tools
-from mcp import ClientSession
 
 from openbot.runtime.tools.mcp_config import ServerConfig
 from openbot.runtime.tools.registry import ToolEntry, ToolRegistry
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +98,11 @@ class McpServer:
             self.restarts += 1
 
     async def _session_once(self) -> None:
+        # The MCP client stack is imported by the first server that starts (~0.5 s of start-up
+        # every other server would pay for nothing).
+        from langchain_mcp_adapters.sessions import create_session
+        from langchain_mcp_adapters.tools import load_mcp_tools
+
         assert self.config.connection is not None
         async with create_session(self.config.connection) as session:
             # asyncio.timeout, not wait_for: the latter runs the call in another task, which

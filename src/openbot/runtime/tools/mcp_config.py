@@ -13,9 +13,10 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langchain_mcp_adapters.sessions import Connection
+if TYPE_CHECKING:  # the MCP client stack costs ~0.5 s to import: only servers that use it load it
+    from langchain_mcp_adapters.sessions import Connection
 
 SERVER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
