@@ -38,7 +38,7 @@ Processor = Callable[[Any], Any]
 class Record(tuple[Any, ...]):
     """A result row: a tuple whose values are also attributes, by column name (or label). The
     columns are named like the ORM attributes except ``Message.metadata_`` (column ``metadata``);
-    :class:`Columns` names them by attribute."""
+    ``store.columns.Columns`` names them by attribute."""
 
     __slots__ = ()
     _index: dict[str, int] = {}
@@ -50,7 +50,8 @@ class Record(tuple[Any, ...]):
             raise AttributeError(name) from None
 
 
-def _record_type(names: Sequence[str]) -> type[Record]:
+def record_type(names: Sequence[str]) -> type[Record]:
+    """A :class:`Record` class whose rows name their values ``names``."""
     return type("Record", (Record,), {"__slots__": (), "_index": {n: i for i, n in enumerate(names)}})
 
 
@@ -103,7 +104,7 @@ def _compile(statement: ClauseElement, dialect: SADialect) -> _Compiled:
     binds = tuple(_bind_processor(by_name[name].type, dialect) for name in order)
     columns = compiled._result_columns  # (keyname, name, objects, type) per column
     results = tuple(_result_processor(column[3], dialect) for column in columns)
-    record = _record_type([column[0] for column in columns]) if columns else None
+    record = record_type([column[0] for column in columns]) if columns else None
     expanding = tuple(name for name, bind in by_name.items() if bind.expanding)
     fixed = {name: bind.effective_value for name, bind in by_name.items() if not bind.required}
     converted = tuple((i, p) for i, p in enumerate(results) if p is not None)
@@ -380,30 +381,3 @@ async def insert_rows(
         found = await driver.send(connection, info, text, params, rows=returning)
         keys.extend(sorted(row[0] for row in found))
     return keys
-
-
-class Columns:
-    """An ORM class's columns under a prefix, to read several tables' rows in one statement and
-    take each back out as a record with the class's own attribute names."""
-
-    def __init__(self, entity: Any, prefix: str) -> None:
-        from sqlalchemy import inspect as sa_inspect
-
-        mapper = sa_inspect(entity)
-        props = list(mapper.column_attrs)
-        self.prefix = prefix
-        self.columns = [p.columns[0].label(f"{prefix}{p.key}") for p in props]
-        self.keys = [p.key for p in props]
-        self._record = _record_type(self.keys)
-
-    def of(self, row: Record) -> Any:
-        """This class's part of ``row``, as a record (None when an outer join found nothing)."""
-        values = self._part(row)
-        return None if all(v is None for v in values) else self._record(values)
-
-    def values(self, row: Record) -> dict[str, Any]:
-        return dict(zip(self.keys, self._part(row), strict=True))
-
-    def _part(self, row: Record) -> tuple[Any, ...]:
-        start = row._index[self.prefix + self.keys[0]]
-        return row[start : start + len(self.keys)]

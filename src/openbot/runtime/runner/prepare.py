@@ -33,6 +33,7 @@ from openbot.runtime.runs.resume import resume_payload
 from openbot.runtime.tools.memory import MEMORY_TOOLS
 from openbot.runtime.tools.registry import BUILTIN_TOOLS, workspace_tools
 from openbot.store import fast
+from openbot.store.columns import Columns
 from openbot.store.db import Database
 from openbot.store.models import (
     Actor,
@@ -162,10 +163,10 @@ def _todos(todo: TodoList | None) -> list[dict[str, Any]]:
 # The hot statements are built once; a run binds its ids (building a statement costs more than
 # SQLite takes to run it).
 _DEFAULT = aliased(Actor)
-_BOT = fast.Columns(Actor, "bot_")
-_PROFILE = fast.Columns(BotProfile, "profile_")
-_THREAD = fast.Columns(Thread, "thread_")
-_TODO = fast.Columns(TodoList, "todo_")
+_BOT = Columns(Actor, "bot_")
+_PROFILE = Columns(BotProfile, "profile_")
+_THREAD = Columns(Thread, "thread_")
+_TODO = Columns(TodoList, "todo_")
 # Whether the bot has a memory prepare could inject (``memory.store.relevant``'s rows): an index
 # probe in the head read instead of a search that would find nothing.
 _REMEMBERS = exists().where(

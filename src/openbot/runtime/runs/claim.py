@@ -20,13 +20,14 @@ from openbot.core.states import ACTIVE_RUNS, IN_FLIGHT_RUNS, ItemStatus, RunStat
 from openbot.runtime.governor.admission import QUEUE, Admission, note_collapse, queue_of, retire
 from openbot.runtime.runs.events import journal_run, log_run, move
 from openbot.store import fast
+from openbot.store.columns import Columns
 from openbot.store.db import dialect, now
 from openbot.store.models import Actor, BotProfile, InboxItem, Run
 
 # Built once (building a statement costs more than SQLite takes to run it); a claim binds the bot.
 # The bot, its profile and its active runs (one row each, or one row of NULLs): one read.
-_ACTOR = fast.Columns(Actor, "bot_")
-_PROFILE = fast.Columns(BotProfile, "profile_")
+_ACTOR = Columns(Actor, "bot_")
+_PROFILE = Columns(BotProfile, "profile_")
 _BOT = fast.Sql(
     select(*_ACTOR.columns, *_PROFILE.columns)
     .add_columns(Run.thread_id.label("run_thread"), Run.status.label("run_status"))

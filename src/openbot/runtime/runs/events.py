@@ -16,6 +16,7 @@ from openbot.core.errors import StaleLease
 from openbot.core.states import RunStatus, check
 from openbot.runtime.views import run_event_view, run_view
 from openbot.store import fast
+from openbot.store.columns import Columns
 from openbot.store.db import now
 from openbot.store.journal import append_event, log_activity
 from openbot.store.models import Actor, Run, RunEvent, Thread
@@ -34,9 +35,9 @@ _ADD_EVENT = fast.Sql(
     )
     .returning(RunEvent.seq)
 )
-_RUN = fast.Columns(Run, "run_")
-_BOT = fast.Columns(Actor, "bot_")
-_THREAD = fast.Columns(Thread, "thread_")
+_RUN = Columns(Run, "run_")
+_BOT = Columns(Actor, "bot_")
+_THREAD = Columns(Thread, "thread_")
 # The run locked (FOR UPDATE OF runs on PostgreSQL; SQLite's writer holds the database), with its
 # bot and thread, in one read.
 _FENCED = fast.Sql(
