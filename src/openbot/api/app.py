@@ -69,11 +69,12 @@ def create_app(
         app.state.runtime = runtime
     errors.install(app)
     protected = [Depends(authenticate)]
+    # FastAPI tries routes in order, so the busiest (posting and reading threads, runs) come first.
     for module in (
-        observability,
-        team,
         threads,
         runs,
+        observability,
+        team,
         tokens,
         automations,
         memory_upkeep,

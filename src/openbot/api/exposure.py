@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from collections.abc import Iterable
@@ -77,6 +78,12 @@ def host_allowed(host: str, allowed: Iterable[str], server: tuple[str, int | Non
     return name in {_host_entry(e) for e in entries}
 
 
+@functools.lru_cache(maxsize=256)
+def _host_allowed(host: str, allowed: tuple[str, ...], server: tuple[str, int | None] | None) -> bool:
+    """:func:`host_allowed` once per (Host header, setting, listening address): every request asks."""
+    return host_allowed(host, allowed, server)
+
+
 def _origin_key(origin: str) -> tuple[str, str, int] | None:
     try:
         parts = urlsplit(origin.strip().lower())
@@ -120,7 +127,9 @@ class Exposure:
             return
         headers = Headers(scope=scope)
         host = headers.get("host")
-        if host is not None and not host_allowed(host, self.settings.allowed_hosts, scope.get("server")):
+        server = scope.get("server")
+        allowed = tuple(self.settings.allowed_hosts)
+        if host is not None and not _host_allowed(host, allowed, tuple(server) if server else None):
             message = f"host {host!r} is not allowed here (OPENBOT_ALLOWED_HOSTS)"
             await _refuse(scope, receive, send, message, {"host": host}, ErrorCode.INVALID_ARGUMENT, 400)
             return

@@ -111,7 +111,7 @@ class ThreadService:
             thread, sender = await threads.thread_and_actor(s, thread_id, command.from_)
             if sender is None:
                 raise InvalidArgument(f"unknown sender @{command.from_}", {"field": "from"})
-            asked = idempotency.fingerprint(command)
+            asked = idempotency.fingerprint(command) if key is not None else ""
             earlier = await idempotency.find(s, thread.id, sender.id, key) if key is not None else None
             if earlier is not None:
                 return Posted(idempotency.replay(earlier, asked), replayed=True)
