@@ -92,6 +92,20 @@ async def test_malformed_json_is_refused_and_nothing_written(client: httpx.Async
     assert await team.message_count() == before
 
 
+async def test_a_thread_is_created_without_a_body(client: httpx.AsyncClient) -> None:
+    created = await client.post("/api/v1/threads")  # every field is optional, the body too
+    assert created.status_code == 201, created.text
+    body = created.json()
+    empty = (await client.post("/api/v1/threads", json={})).json()
+    different = ("id", "created_at")
+    assert {k: v for k, v in body.items() if k not in different} == {
+        k: v for k, v in empty.items() if k not in different
+    }
+    assert (body["kind"], body["default_bot"], body["require_mention"]) == ("task", None, False)
+    read = (await client.get(f"/api/v1/threads/{body['id']}")).json()
+    assert {k: read[k] for k in body} == body
+
+
 async def test_unknown_thread_is_not_found(client: httpx.AsyncClient) -> None:
     _error(await client.get("/api/v1/threads/thr_nope"), 404, "not_found")
     _error(await client.post("/api/v1/threads/thr_nope/messages", json={"content": "hi"}), 404, "not_found")

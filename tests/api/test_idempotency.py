@@ -73,7 +73,8 @@ async def test_a_reused_key_with_another_body_is_a_conflict_and_writes_nothing(
     for body in ({"content": "something else"}, {"to": ["qa"]}):
         refused = await _post(client, thread, "k-2", **body)
         assert refused.status_code == 409, refused.text
-        assert refused.json()["error"]["code"] == "idempotency_conflict"
+        error = refused.json()["error"]
+        assert (error["code"], error["details"]["header"]) == ("conflict", "Idempotency-Key")
     assert await _human_posts(team) == 1
 
 
@@ -101,13 +102,14 @@ async def test_a_refused_post_leaves_no_key_behind(client: httpx.AsyncClient, te
     ["", "x" * 256, "tab\there", "caf\u00e9".encode(), "nul\x7f"],
     ids=["empty", "long", "tab", "utf8", "del"],
 )
-async def test_a_malformed_key_is_a_400_and_writes_nothing(
+async def test_a_malformed_key_is_a_422_and_writes_nothing(
     client: httpx.AsyncClient, team: Team, key: str | bytes
 ) -> None:
     thread = await team.thread()
     refused = await _post(client, thread, key)
-    assert refused.status_code == 400, refused.text
-    assert refused.json()["error"]["code"] == "invalid_idempotency_key"
+    assert refused.status_code == 422, refused.text
+    error = refused.json()["error"]
+    assert (error["code"], error["details"]["header"]) == ("invalid_argument", "Idempotency-Key")
     assert await _human_posts(team) == 0
 
 

@@ -130,3 +130,17 @@ async def test_an_actor_token_sees_and_decides_the_drafts_of_its_threads_only(
     assert [d["id"] for d in visible] == [draft["id"]]
     sent = await client.post(f"/api/v1/drafts/{draft['id']}/approve", json={}, headers=alice)
     assert sent.status_code == 200 and sent.json()["decided_by"] == "alice"
+
+
+async def test_approve_and_reject_need_no_body(team: Team, client: httpx.AsyncClient) -> None:
+    thread = await _drafting(team)
+    await team.post(thread, "@engineer draft the note again")
+    await team.idle()
+    first, second = (await client.get("/api/v1/drafts", params={"status": "pending"})).json()["items"]
+    approved = await client.post(f"/api/v1/drafts/{first['id']}/approve")  # no body: sent as drafted
+    assert approved.status_code == 200, approved.text
+    assert (approved.json()["status"], approved.json()["content"]) == ("sent", PITCH)
+    rejected = await client.post(f"/api/v1/drafts/{second['id']}/reject")  # no body: no reason
+    assert rejected.status_code == 200, rejected.text
+    assert (rejected.json()["status"], rejected.json()["reason"]) == ("rejected", None)
+    assert [m["content"] for m in _sent_by_bot(await team.messages(thread))] == [PITCH]

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from openbot.core.errors import InvalidArgument
 from openbot.core.ssrf import IPAddress
 from openbot.runtime.webhooks.sender import Sender
 from webhook_receiver import Receiver, receiving
@@ -97,3 +98,26 @@ async def test_a_name_that_resolves_to_a_refused_address_is_not_contacted() -> N
         "https://rebinding.example.test/", {}, b"{}"
     )
     assert error == "refused: 169.254.169.254 is a cloud metadata address"
+
+
+async def test_a_name_that_does_not_resolve_is_accepted_on_the_actor_and_refused_at_delivery() -> None:
+    asked: list[str] = []
+
+    async def resolve(host: str, port: int) -> list[IPAddress]:
+        asked.append(host)
+        raise OSError(-2, "Name or service not known")
+
+    sender = Sender(resolve=resolve)
+    await sender.check_url("https://hooks.example.test/in")  # no InvalidArgument: it may resolve later
+    error = await sender.send("https://hooks.example.test/in", {}, b"{}")
+    assert error == "refused: cannot resolve hooks.example.test: [Errno -2] Name or service not known"
+    assert asked == ["hooks.example.test", "hooks.example.test"]
+
+
+async def test_a_url_that_names_a_metadata_address_is_refused_on_the_actor() -> None:
+    with pytest.raises(InvalidArgument) as refused:
+        await Sender().check_url("http://169.254.169.254/latest/meta-data")
+    assert refused.value.details == {
+        "field": "webhook_url",
+        "reason": "169.254.169.254 is a cloud metadata address",
+    }

@@ -4,9 +4,9 @@
     ├── NotFound            not_found          404
     ├── Conflict            conflict           409
     │   ├── StaleLease          a run moved on without the worker holding it (cancelled, taken over)
-    │   └── IdempotencyConflict idempotency_conflict 409  a reused Idempotency-Key, another body
+    │   └── IdempotencyConflict conflict 409  a reused Idempotency-Key, another body
     ├── InvalidArgument     invalid_argument   422
-    │   └── InvalidIdempotencyKey invalid_idempotency_key 400  not 1-255 printable ASCII
+    │   └── InvalidIdempotencyKey invalid_argument 422  not 1-255 printable ASCII
     ├── Unauthorized        unauthorized       401
     ├── Forbidden           forbidden          403
     ├── PayloadTooLarge     payload_too_large  413
@@ -35,9 +35,7 @@ from typing import Any
 class ErrorCode(StrEnum):
     NOT_FOUND = "not_found"
     CONFLICT = "conflict"
-    IDEMPOTENCY_CONFLICT = "idempotency_conflict"
     INVALID_ARGUMENT = "invalid_argument"
-    INVALID_IDEMPOTENCY_KEY = "invalid_idempotency_key"
     UNAUTHORIZED = "unauthorized"
     FORBIDDEN = "forbidden"
     PAYLOAD_TOO_LARGE = "payload_too_large"
@@ -53,9 +51,7 @@ class ErrorCode(StrEnum):
 HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.NOT_FOUND: 404,
     ErrorCode.CONFLICT: 409,
-    ErrorCode.IDEMPOTENCY_CONFLICT: 409,
     ErrorCode.INVALID_ARGUMENT: 422,
-    ErrorCode.INVALID_IDEMPOTENCY_KEY: 400,
     ErrorCode.UNAUTHORIZED: 401,
     ErrorCode.FORBIDDEN: 403,
     ErrorCode.PAYLOAD_TOO_LARGE: 413,
@@ -97,9 +93,8 @@ class StaleLease(Conflict):
 
 
 class IdempotencyConflict(Conflict):
-    """An ``Idempotency-Key`` already names a different post (another body, sender or thread)."""
-
-    code = ErrorCode.IDEMPOTENCY_CONFLICT
+    """An ``Idempotency-Key`` already names a different post by this sender in this thread (409
+    ``conflict``, as the contract's codes go; ``details.header`` says what conflicts)."""
 
 
 class InvalidArgument(OpenBotError):
@@ -107,10 +102,8 @@ class InvalidArgument(OpenBotError):
 
 
 class InvalidIdempotencyKey(InvalidArgument):
-    """An ``Idempotency-Key`` header that is not 1-255 printable ASCII characters (a 400: the
-    header, not the body, is wrong)."""
-
-    code = ErrorCode.INVALID_IDEMPOTENCY_KEY
+    """An ``Idempotency-Key`` header that is not 1-255 printable ASCII characters (422
+    ``invalid_argument``; ``details.header`` locates it)."""
 
 
 class Unauthorized(OpenBotError):

@@ -30,7 +30,7 @@ KEY_MAX = 255
 
 
 def check_key(key: str) -> str:
-    """The key when it is 1-255 printable ASCII characters (space to ``~``); else a 400."""
+    """The key when it is 1-255 printable ASCII characters (space to ``~``); else a 422."""
     if not 1 <= len(key) <= KEY_MAX or not all(" " <= c <= "~" for c in key):
         raise InvalidIdempotencyKey(
             f"Idempotency-Key must be 1-{KEY_MAX} printable ASCII characters",

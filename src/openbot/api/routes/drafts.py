@@ -40,15 +40,15 @@ async def get_draft(rt: RuntimeDep, principal: PrincipalDep, draft_id: str) -> D
 
 @router.post("/drafts/{draft_id}/approve", responses=errors(403, 404, 409))
 async def approve_draft(
-    rt: RuntimeDep, principal: PrincipalDep, draft_id: str, body: DraftApprove
+    rt: RuntimeDep, principal: PrincipalDep, draft_id: str, body: DraftApprove | None = None
 ) -> DraftView:
     """Send it as its bot, with ``content`` instead when given; 409 unless it is pending."""
-    return await rt.drafts.approve(draft_id, body, principal)
+    return await rt.drafts.approve(draft_id, body or DraftApprove(), principal)
 
 
 @router.post("/drafts/{draft_id}/reject", responses=errors(403, 404, 409))
 async def reject_draft(
-    rt: RuntimeDep, principal: PrincipalDep, draft_id: str, body: DraftReject
+    rt: RuntimeDep, principal: PrincipalDep, draft_id: str, body: DraftReject | None = None
 ) -> DraftView:
     """The reason is posted in the draft's thread, where the bot reads it next run; 409 unless pending."""
-    return await rt.drafts.reject(draft_id, body, principal)
+    return await rt.drafts.reject(draft_id, body or DraftReject(), principal)

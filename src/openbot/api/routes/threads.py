@@ -16,12 +16,15 @@ from openbot.runtime.views import ItemView, PostView, ThreadView
 router = APIRouter()
 _POSTED = {
     200: {"model": PostView, "description": "a retry with the same Idempotency-Key"},
-    **errors(403, 404),
+    **errors(403, 404, 409),
 }
 
 
 @router.post("/threads", status_code=201, response_model=ThreadView)
-async def create_thread(rt: RuntimeDep, principal: PrincipalDep, body: ThreadCreate) -> dict[str, Any]:
+async def create_thread(
+    rt: RuntimeDep, principal: PrincipalDep, body: ThreadCreate | None = None
+) -> dict[str, Any]:
+    body = body or ThreadCreate()  # every field is optional, the body too
     if principal.actor is not None and principal.actor not in body.participants:  # its thread, then
         body = body.model_copy(update={"participants": [*body.participants, principal.actor]})
     return dict(await rt.threads.create(body))

@@ -45,6 +45,10 @@ class Refused(Exception):
     """The URL is not one a webhook may reach (its reason is the message)."""
 
 
+class Unresolved(Refused):
+    """The URL's host name does not resolve (now): a delivery fails and is retried."""
+
+
 @dataclass
 class Sender:
     allow_private: bool = False
@@ -61,16 +65,22 @@ class Sender:
         try:
             addresses = await self.resolve(target.host, target.port)
         except OSError as exc:
-            raise Refused(f"cannot resolve {target.host}: {exc}") from exc
+            raise Unresolved(f"cannot resolve {target.host}: {exc}") from exc
         reason = first_refusal(addresses, allow_private=self.allow_private)
         if reason is not None:
             raise Refused(reason)
         return target, addresses[0]
 
     async def check_url(self, url: str) -> None:
-        """Refuse (422) a webhook URL the rule forbids: used when an actor is created or changed."""
+        """Refuse (422) a webhook URL the rule forbids: used when an actor is created or changed.
+
+        A host name that does not resolve now is accepted (DNS may be down, or the name not
+        published yet): every delivery resolves it again and is refused then if it leads
+        somewhere forbidden."""
         try:
             await self.checked(url)
+        except Unresolved:
+            return
         except Refused as exc:
             raise InvalidArgument(
                 f"webhook_url is not allowed: {exc}", {"field": "webhook_url", "reason": str(exc)}
