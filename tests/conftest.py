@@ -169,7 +169,7 @@ def boot(settings: Settings, clock: FakeClock) -> Boot:
     async def start() -> AsyncIterator[Runtime]:
         if fresh[0] and settings.database_url:
             await reset_postgres(settings.database_url)
-        elif fresh[0]:
+        elif fresh[0] and not (settings.data_dir / "openbot.db").exists():
             await asyncio.to_thread(_fresh_sqlite, settings.data_dir / "openbot.db")
         fresh[0] = False
         async with Runtime(settings, clock=clock) as runtime:
