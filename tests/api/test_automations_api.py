@@ -21,6 +21,9 @@ from openbot.core.clock import FakeClock
         ({"cron": "0 9 * * *", "thread_id": "thr_missing"}, "unknown_thread"),
         ({"at": "2025-12-31T23:59:00Z"}, "at_in_past"),
         ({"at": "next tuesday"}, "bad_at"),
+        ({"cron": "0 0 31 2 *"}, "bad_cron"),  # valid, but February has no 31st: it never fires
+        ({"at": "9999-12-31T23:59:59-14:00"}, "bad_at"),  # past the last datetime once in UTC
+        ({"at": "9999-12-31T23:59:59", "timezone": "Etc/GMT+12"}, "bad_at"),
         ({}, "schedule"),
         ({"cron": "0 9 * * *", "at": "2026-02-01T00:00:00Z"}, "schedule"),
         ({"cron": "0 9 * * *", "content": "  "}, "empty_content"),

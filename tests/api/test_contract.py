@@ -307,3 +307,14 @@ async def test_messages_page_backwards_from_the_newest(client: httpx.AsyncClient
     older = (await client.get(url, params={"before": newest["previous"], "limit": 2})).json()
     assert [m["content"] for m in older["items"]] == ["note 1", "note 2"]
     assert (await client.get("/api/v1/")).json()["name"] == "openbot"
+
+
+async def test_an_empty_handle_names_nobody(client: httpx.AsyncClient, team: Team) -> None:
+    thread = await team.thread()
+    posted = await client.post(f"/api/v1/threads/{thread}/messages", json={"content": "hi", "from": ""})
+    assert posted.status_code == 422 and posted.json()["error"]["code"] == "invalid_argument"
+    assert await team.messages(thread) == []
+    acked = await client.post("/api/v1/inbox/ack", json={"thread_id": thread, "actor": ""})
+    assert acked.status_code == 404 and acked.json()["error"]["code"] == "not_found"
+    unknown = await client.post("/api/v1/inbox/ack", json={"thread_id": "thr_nope"})
+    assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "not_found"

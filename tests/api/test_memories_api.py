@@ -113,3 +113,20 @@ def test_status_says_which_index_ranks_memories(tmp_path: Any) -> None:
     assert index_status(Settings(data_dir=tmp_path)) == {"index": "lexical"}
     asked = index_status(Settings(data_dir=tmp_path, embeddings="openai:text-embedding-3-small"))
     assert asked == {"index": "embeddings", "model": "openai:text-embedding-3-small"}
+
+
+async def test_import_times_with_an_offset_are_kept_as_the_same_instant(client: httpx.AsyncClient) -> None:
+    added = await _add(
+        client,
+        content="The on-call rota changes on Mondays",
+        created_at="2024-06-01T12:00:00+05:00",
+        last_accessed_at="2024-06-01T18:30:00-02:00",
+    )
+    (listed,) = (await client.get(BASE)).json()["items"]
+    assert (listed["created_at"], listed["last_accessed_at"]) == (
+        "2024-06-01T07:00:00+00:00",
+        "2024-06-01T20:30:00+00:00",
+    )
+    times = ("created_at", "last_accessed_at")
+    assert [added[t] for t in times] == [listed[t] for t in times]
+

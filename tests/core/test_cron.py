@@ -37,7 +37,8 @@ def test_one_shots_and_bad_input() -> None:
     assert next_after(once, utc(2026, 1, 1, 0, 0, 2)) is None
     assert latest_at_or_before(Schedule(cron="0 * * * *"), utc(2026, 1, 1, 3)) == utc(2026, 1, 1, 3)
     assert check_cron("  0  9 * *   * ") == "0 9 * * *"
-    for bad in ("0 9 * *", "0 9 * * * *", "61 * * * *", "@daily", "every day"):
+    assert check_cron("0 0 29 2 *") == "0 0 29 2 *"  # leap years only, but it fires
+    for bad in ("0 9 * *", "0 9 * * * *", "61 * * * *", "@daily", "every day", "0 0 31 2 *", "0 0 30 2 *"):
         with pytest.raises(InvalidArgument) as refused:
             check_cron(bad)
         assert refused.value.details["reason"] == "bad_cron"

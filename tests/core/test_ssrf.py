@@ -66,6 +66,10 @@ def test_one_refused_address_refuses_the_host() -> None:
         ("http:///nohost", "the URL has no host"),
         ("https://user:pw@example.com/", "credentials in the URL are not allowed"),
         ("http://example.com:99999/", "not a valid URL"),
+        ("http://" + "a" * 64 + ".com/", "'" + "a" * 64 + ".com' is not a valid host name"),
+        ("http://a..b/", "'a..b' is not a valid host name"),
+        ("http://./", "'.' is not a valid host name"),
+        ("http://bücher.example/", ("http", "bücher.example", 80)),
     ],
 )
 def test_parse_url(url: str, expected: tuple[str, str, int] | str) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter  # type: ignore[import-untyped]
+from croniter import CroniterBadDateError, croniter  # type: ignore[import-untyped]
 
 from openbot.core.errors import InvalidArgument
 
@@ -61,6 +61,12 @@ def check_cron(expression: str) -> str:
             f"{expression!r} is not a 5-field cron expression (minute hour day month weekday)",
             {"field": "cron", "reason": "bad_cron"},
         )
+    try:  # valid, yet never due ("0 0 31 2 *": February has no 31st)
+        croniter(text, datetime(2000, 1, 1, tzinfo=UTC)).get_next(datetime)
+    except CroniterBadDateError as exc:
+        raise InvalidArgument(
+            f"{expression!r} never fires (no such date)", {"field": "cron", "reason": "bad_cron"}
+        ) from exc
     return text
 
 

@@ -53,6 +53,11 @@ def parse_url(url: str) -> Target | str:
         return "the scheme must be http or https"
     if not parts.hostname:
         return "the URL has no host"
+    if literal_address(parts.hostname) is None:
+        try:  # what a resolver is given: labels of 1-63 characters
+            parts.hostname.encode("idna")
+        except UnicodeError:
+            return f"{parts.hostname!r} is not a valid host name"
     if parts.username is not None or parts.password is not None:
         return "credentials in the URL are not allowed (sign with webhook_secret instead)"
     default = 443 if parts.scheme == "https" else 80

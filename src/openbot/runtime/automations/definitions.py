@@ -47,7 +47,10 @@ def parse_at(text: str, timezone: str) -> datetime:
         raise _refuse(f"'at' is not an ISO 8601 time: {text!r}", "at", "bad_at") from exc
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=cron.zone(timezone))
-    return moment.astimezone(UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError as exc:  # 9999-12-31T23:59-14:00 is past the last datetime in UTC
+        raise _refuse(f"'at' is out of range in UTC: {text!r}", "at", "bad_at") from exc
 
 
 async def _actor(session: AsyncSession, handle: str, field: str, kind: str | None = None) -> Actor:

@@ -206,4 +206,4 @@ def _timestamp(field: str, value: str | None) -> datetime | None:
         stamp = datetime.fromisoformat(value)
     except ValueError:
         raise InvalidArgument(f"{field} must be an ISO 8601 time", {"field": field, "value": value}) from None
-    return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
+    return stamp.astimezone(UTC) if stamp.tzinfo else stamp.replace(tzinfo=UTC)

@@ -142,4 +142,6 @@ class ThreadService:
 
     async def ack_thread(self, command: InboxAck) -> int:
         async with self.db.transaction() as s:
-            return await inbox.ack_thread(s, await get_actor(s, command.actor), command.thread_id)
+            actor = await get_actor(s, command.actor)
+            await threads.get_thread(s, command.thread_id)  # 404 for a thread that does not exist
+            return await inbox.ack_thread(s, actor, command.thread_id)

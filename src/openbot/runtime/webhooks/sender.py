@@ -66,6 +66,8 @@ class Sender:
             addresses = await self.resolve(target.host, target.port)
         except OSError as exc:
             raise Unresolved(f"cannot resolve {target.host}: {exc}") from exc
+        except UnicodeError as exc:  # a name the resolver cannot encode (parse_url refuses most)
+            raise Refused(f"{target.host!r} is not a valid host name") from exc
         reason = first_refusal(addresses, allow_private=self.allow_private)
         if reason is not None:
             raise Refused(reason)
