@@ -129,4 +129,3 @@ async def test_import_times_with_an_offset_are_kept_as_the_same_instant(client: 
     )
     times = ("created_at", "last_accessed_at")
     assert [added[t] for t in times] == [listed[t] for t in times]
-
