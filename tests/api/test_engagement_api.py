@@ -67,6 +67,23 @@ async def test_why_answered_observed_queued_and_not_in_thread(client: httpx.Asyn
     assert unknown.status_code == 404
 
 
+async def test_why_says_disabled_for_mail_queued_before_the_bot_was_disabled(
+    client: httpx.AsyncClient, rt: Any
+) -> None:
+    thread = await _thread(client, participants=["qa"])
+    rt.system.pause()
+    message_id = (await _post(client, thread, "@qa check the build"))["message"]["id"]
+    assert (await _why(client, message_id, "qa"))["answer"] == "queued"
+    assert (await client.patch("/api/v1/bots/qa", json={"enabled": False})).status_code == 200
+    rt.system.unpause()
+    await rt.system.run_until_idle()
+    why = await _why(client, message_id, "qa")
+    assert why["answer"] == "disabled" and "waits" in why["summary"]
+    assert (await client.patch("/api/v1/bots/qa", json={"enabled": True})).status_code == 200
+    await rt.system.run_until_idle()
+    assert (await _why(client, message_id, "qa"))["answer"] == "answered"
+
+
 async def test_why_disabled_ignored_and_disposed(client: httpx.AsyncClient, rt: Any) -> None:
     thread = await _thread(client, participants=["engineer", "qa"])
     assert (await client.patch("/api/v1/bots/qa", json={"enabled": False})).status_code == 200

@@ -387,3 +387,60 @@ async def test_invariant_12_a_restart_loses_no_message_question_or_held_hand_off
         await rt.runs.resume(waiting.id, ResumeBody(answer="yes"))
         await team.idle()
         assert "answer was yes" in [m["content"] for m in await team.messages(asking)]
+
+
+async def test_invariant_8_a_held_hand_off_is_released_when_the_sender_s_last_run_is_cancelled(
+    team: Team,
+) -> None:
+    ask = {"name": "ask_human", "args": {"question": "Which branch?"}}
+    await team.script(
+        "engineer",
+        [
+            {"match": "first", "reply": "PR ready @reviewer"},
+            {"match": "one more", "reply": "ok", "tool_calls": [ask]},
+        ],
+    )
+    thread = await team.thread()
+    team.post_when_prepared(thread, "@engineer one more thing")  # lands mid-run: the hand-off is held
+    await team.post(thread, "@engineer first")
+    await team.idle()
+    _first, waiting = await team.runs(thread)
+    assert waiting.status == "waiting_human" and not await team.items("reviewer", kind="message")
+    await team.rt.runs.cancel(waiting.id)  # the engineer's last mail here is handled: cancelled
+    reply = next(m for m in await team.messages(thread) if m["content"] == "PR ready @reviewer")
+    assert [i.message_id for i in await team.items("reviewer", kind="message")] == [reply["id"]]
+    async with team.rt.db.read() as s:
+        assert [h.status for h in await s.scalars(select(HeldHandoff))] == ["released"]
+    await team.idle()
+    assert [r.bot_id for r in await team.runs(thread)][2:] == [await _bot_id(team, "reviewer")]
+
+
+async def test_invariant_8_a_held_hand_off_is_released_when_the_sender_s_last_mail_goes_stale(
+    team: Team, clock: FakeClock
+) -> None:
+    await team.script("engineer", [{"match": "first", "reply": "PR ready @reviewer"}])
+    channel = await team.thread("room", kind="channel", participants=["engineer", "reviewer"])
+    bound = max(team.rt.settings.stale_trigger_seconds, team.rt.settings.run_time_limit_seconds)
+    late: list[str] = []
+    mid_run = asyncio.Event()
+
+    async def late_mail(_claim: Any, _prepared: Any) -> None:
+        if not late:  # mail that lands mid-run, and no run starts after this one for now
+            late.append((await team.post(channel, "@engineer one more thing")).message.id)
+            team.rt.system.pause()
+            mid_run.set()
+
+    team.on_prepared(late_mail)
+    await team.post(channel, "@engineer first")
+    await asyncio.wait_for(mid_run.wait(), 30)
+    assert await team.rt.system.settle(30)
+    reply = next(m for m in await team.messages(channel) if m["content"] == "PR ready @reviewer")
+    assert reply["metadata"]["held_handoff"] == ["reviewer"]
+    clock.advance(bound + 1)  # the engineer's last mail here goes stale before it is taken
+    team.rt.system.unpause()
+    await team.idle()
+    engineer_items = await team.items("engineer", kind="message")
+    assert [(i.message_id, i.status) for i in engineer_items][1:] == [(late[0], "cancelled")]
+    assert [i.message_id for i in await team.items("reviewer", kind="message")] == [reply["id"]]
+    async with team.rt.db.read() as s:
+        assert [h.status for h in await s.scalars(select(HeldHandoff))] == ["released"]

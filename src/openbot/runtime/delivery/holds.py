@@ -1,7 +1,10 @@
 """Held hand-offs (invariant 8): a bot that hands off while it still has mail in the thread.
 
 The hand-off is recorded instead of delivered, and released — enqueued for its target — once
-the sender's queue in that thread is empty. A later real hand-off to the same target supersedes it.
+the sender's mail in that thread is handled, however it ends: answered by a run
+(:func:`after_run`), its run cancelled or failed from outside, the mail disposed of by the
+governor (:func:`release_holds`), or at recovery (:func:`release_all`). A later real hand-off to
+the same target supersedes it.
 """
 
 from __future__ import annotations
@@ -11,13 +14,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from openbot.core.ids import new_id
 from openbot.core.scheduling import ItemKind
-from openbot.core.states import HoldStatus
+from openbot.core.states import HoldStatus, ItemStatus
 from openbot.runtime import notices
-from openbot.runtime.delivery.inbox import any_mail, enqueue, queued_mail
+from openbot.runtime.delivery.inbox import any_mail, enqueue
 from openbot.store import fast
 from openbot.store.db import now
 from openbot.store.journal import log_activity
-from openbot.store.models import Actor, HeldHandoff, Message
+from openbot.store.models import Actor, HeldHandoff, InboxItem, Message
 
 
 async def supersede(session: AsyncSession, thread_id: str, sender_id: str, target_id: str) -> None:
@@ -81,6 +84,18 @@ _ANY_PENDING = (
     )
     .exists()
 )
+# Mail of the sender in the thread not handled yet: queued, or claimed by a run still going.
+_UNHANDLED = (
+    select(InboxItem.id)
+    .where(
+        InboxItem.actor_id == bindparam("sender_id"),
+        InboxItem.thread_id == bindparam("thread_id"),
+        InboxItem.kind == ItemKind.MESSAGE,
+        InboxItem.status.in_((ItemStatus.QUEUED, ItemStatus.PROCESSING)),
+    )
+    .exists()
+    .select()
+)
 # After a run: whether the bot holds hand-offs in the thread, and whether it has mail queued
 # anywhere (worth waking its worker for), in one read.
 _AFTER_RUN = fast.Sql(select(_ANY_PENDING.label("held"), any_mail(bindparam("sender_id")).label("mail")))
@@ -96,14 +111,13 @@ async def after_run(session: AsyncSession, bot: Actor, thread_id: str) -> bool:
 
 
 async def release_holds(session: AsyncSession, bot: Actor, thread_id: str) -> list[str]:
-    """Deliver the sender's pending holds in a thread once its queue there is empty.
-
-    Returns the ids of the bots woken. Called at recovery, and at a run's end when
-    :func:`after_run` found holds.
+    """Deliver the sender's pending holds in a thread once none of its mail there is queued or
+    being answered. Returns the ids of the bots woken. Called at a run's end when :func:`after_run`
+    found holds, when a run is ended from outside or mail is disposed of, and at recovery.
     """
     ids = {"thread_id": thread_id, "sender_id": bot.id}
     holds = list(await session.scalars(_PENDING, ids))
-    if not holds or await queued_mail(session, bot.id, thread_id):
+    if not holds or await session.scalar(_UNHANDLED, ids):
         return []
     woken: list[str] = []
     for held in holds:

@@ -143,15 +143,17 @@ async def _from_mail(session: AsyncSession, message: Message, bot: Actor) -> Why
             summary=f"@{bot.handle} was asked, but the trigger was dropped ({dropped.reason})",
             disposal=view,
         )
-    queued = await session.scalar(
-        select(InboxItem.id).where(
+    status = await session.scalar(
+        select(InboxItem.status).where(
             InboxItem.actor_id == bot.id,
             InboxItem.message_id == message.id,
             InboxItem.kind == ItemKind.MESSAGE,
             InboxItem.status.in_((ItemStatus.QUEUED, ItemStatus.PROCESSING)),
         )
     )
-    if queued is not None:
+    if status == ItemStatus.QUEUED and not bot.enabled:  # its mail waits for it to be enabled
+        return WhyView(answer="disabled", summary=f"@{bot.handle} is disabled: this waits in its mailbox")
+    if status is not None:
         return WhyView(answer="queued", summary=f"@{bot.handle} has it in its mailbox and will get to it")
     if not bot.enabled:
         return WhyView(answer="disabled", summary=f"@{bot.handle} is disabled")

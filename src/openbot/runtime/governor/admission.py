@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from openbot.core.governor import Mail, govern, run_time_limit, stale_bound
 from openbot.core.scheduling import ItemKind
 from openbot.core.states import ItemStatus, check
+from openbot.runtime.delivery.holds import release_holds
 from openbot.runtime.governor.disposals import Reason, record_disposal
 from openbot.store import fast
 from openbot.store.models import Actor, BotProfile, InboxItem, Message, Thread
@@ -122,6 +123,7 @@ async def _dispose(
         for mail in mails:
             check(ItemStatus, items[mail.id].status, ItemStatus.CANCELLED)
         await fast.execute(session, _CANCEL, {"ids": [m.id for m in mails], "stamp": stamp})
+        await release_holds(session, bot, thread_id)  # if that was its last mail there (invariant 8)
         record_disposal(
             session,
             bot=bot,

@@ -15,6 +15,7 @@ from openbot.core.errors import Conflict, NotFound
 from openbot.core.scheduling import ItemKind
 from openbot.core.states import ACTIVE_RUNS, ItemStatus, RunStatus, check
 from openbot.runtime import notices
+from openbot.runtime.delivery.holds import release_holds
 from openbot.runtime.delivery.post import Delivery
 from openbot.runtime.governor.disposals import Reason, record_disposal
 from openbot.runtime.runs.events import add_run_event, journal_run, log_run, move
@@ -55,6 +56,9 @@ async def end_run(
     requeued = await _release_items(session, run, bot, status, requeue_items, max_attempts)
     if requeued:
         wake_after_commit(session, [bot.id])
+    else:  # its mail is handled (cancelled or failed): hand-offs it held may go now (invariant 8)
+        await session.flush()
+        await release_holds(session, bot, thread.id)
     journal_run(session, run, bot.handle)
     cancelled = status == RunStatus.CANCELLED
     notice = notices.run_ended(
