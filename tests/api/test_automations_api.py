@@ -112,3 +112,22 @@ async def test_an_actor_token_sees_and_changes_only_its_own_automations(
     ran = await client.post(f"/api/v1/automations/{mine}/run", headers=alice)
     assert ran.status_code == 201 and ran.json()["thread_id"] == hers
     assert (await client.get(path)).json()["enabled"] is True
+
+
+async def test_a_null_that_cannot_mean_anything_is_refused_and_changes_nothing(
+    client: httpx.AsyncClient,
+) -> None:
+    made = (
+        await client.post(
+            "/api/v1/automations", json={"bot": "engineer", "content": "hi", "cron": "0 9 * * *"}
+        )
+    ).json()
+    for field in ("content", "cron", "at", "timezone", "enabled", "catch_up"):
+        refused = await client.patch(f"/api/v1/automations/{made['id']}", json={field: None})
+        assert refused.status_code == 422, (field, refused.text)
+        assert refused.json()["error"]["details"] == {"field": field, "reason": "null"}
+    assert (await client.get(f"/api/v1/automations/{made['id']}")).json() == made
+    titled = await client.patch(f"/api/v1/automations/{made['id']}", json={"title": "daily"})
+    assert titled.json()["title"] == "daily"
+    cleared = await client.patch(f"/api/v1/automations/{made['id']}", json={"title": None})
+    assert cleared.status_code == 200 and cleared.json()["title"] == ""

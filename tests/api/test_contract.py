@@ -251,6 +251,8 @@ async def test_patch_is_partial_and_validates_the_script(client: httpx.AsyncClie
     _error(bad, 422, "invalid_argument")
     _error(await client.patch("/api/v1/bots/qa", json={"max_parallel_threads": 0}), 422, "invalid_argument")
     _error(await client.patch("/api/v1/bots/qa", json={"nope": 1}), 422, "invalid_argument")
+    _error(await client.patch("/api/v1/bots/qa", json={"name": "  "}), 422, "invalid_argument")
+    assert (await client.get("/api/v1/bots/qa")).json()["name"] == bot["name"]
 
 
 async def test_status_counts(client: httpx.AsyncClient, team: Team) -> None:

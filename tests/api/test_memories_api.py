@@ -129,3 +129,13 @@ async def test_import_times_with_an_offset_are_kept_as_the_same_instant(client: 
     )
     times = ("created_at", "last_accessed_at")
     assert [added[t] for t in times] == [listed[t] for t in times]
+
+
+async def test_a_null_field_in_an_edit_is_refused_and_writes_nothing(client: httpx.AsyncClient) -> None:
+    kept = await _add(client, content="keep me as I am")
+    for field in ("content", "segment", "tier", "importance", "lifecycle"):
+        refused = await client.patch(f"{BASE}/{kept['id']}", json={field: None})
+        assert refused.status_code == 422, (field, refused.text)
+        assert refused.json()["error"]["details"] == {"field": field}
+    assert (await client.get(BASE)).json()["items"] == [kept]
+    assert await _activity(client) == ["memory.created"]

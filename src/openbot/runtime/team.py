@@ -241,6 +241,8 @@ async def update_bot(session: AsyncSession, handle: str, command: BotUpdate) -> 
     for key, value in changes.items():
         if value is None:
             raise InvalidArgument(f"{key} cannot be null", {"field": key})
+    if "name" in changes and not changes["name"].strip():  # as for people (update_actor)
+        raise InvalidArgument("name cannot be empty", {"field": "name"})
     for key, value in changes.items():
         setattr(actor if key in ("name", "enabled") else profile, key, value)
     profile.version += 1

@@ -127,6 +127,9 @@ async def update(
     """``owner``: an actor token's actor, who may change only its own automations."""
     row = await get(session, automation_id, owner=owner)
     given = command.model_fields_set
+    for field in ("content", "cron", "at", "timezone", "enabled", "catch_up"):  # thread_id: null clears
+        if field in given and getattr(command, field) is None:
+            raise _refuse(f"{field} cannot be null", field, "null")
     if "timezone" in given and command.timezone is not None:
         cron.zone(command.timezone)
         row.timezone = command.timezone
@@ -143,8 +146,8 @@ async def update(
         if not command.content.strip():
             raise _refuse("content must not be empty", "content", "empty_content")
         row.content = command.content
-    if command.title is not None:
-        row.title = command.title
+    if "title" in given:
+        row.title = command.title or ""  # null clears it
     if command.catch_up is not None:
         row.catch_up = command.catch_up
     if command.enabled is not None:

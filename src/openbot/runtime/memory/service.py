@@ -147,6 +147,9 @@ class MemoryService:
         return memory_view(memory, bot.handle)
 
     async def update(self, handle: str, memory_id: str, body: MemoryUpdate) -> MemoryView:
+        for field in body.model_fields_set:  # partial: a field given as null is not "unchanged"
+            if getattr(body, field) is None:
+                raise InvalidArgument(f"{field} cannot be null", {"field": field})
         async with self.db.transaction() as s:
             bot = await _bot(s, handle)
             memory = await _memory(s, bot, memory_id)
