@@ -116,6 +116,9 @@ async def test_bad_and_duplicate_handles(client: httpx.AsyncClient, team: Team) 
     _error(await client.post("/api/v1/bots", json={"handle": "x"}), 422, "invalid_argument")
     _error(await client.post("/api/v1/bots", json={"handle": "engineer"}), 409, "conflict")
     _error(await client.post("/api/v1/actors", json={"kind": "human", "handle": "you"}), 409, "conflict")
+    person = {"kind": "human", "handle": "hum1", "webhook_url": "http://127.0.0.1:9/hook"}
+    _error(await client.post("/api/v1/actors", json=person), 422, "invalid_argument")  # not dropped silently
+    assert "hum1" not in [a["handle"] for a in (await client.get("/api/v1/actors")).json()["items"]]
     thread = await team.thread()
     before = await team.message_count()
     _error(

@@ -190,7 +190,9 @@ def test_working_directories_inside_the_root_are_normalised(
     assert normalise_directory(root, str(root / value)) == stored
 
 
-@pytest.mark.parametrize("value", ["..", "../outside", "/etc", "proj/../../outside", "", "link/x"])
+@pytest.mark.parametrize(
+    "value", ["..", "../outside", "/etc", "proj/../../outside", "", "link/x", "y" * 256, "proj/" + "é" * 128]
+)
 def test_working_directories_outside_the_root_are_refused(jail: tuple[Path, Path], value: str) -> None:
     root, outside = jail
     (root / "link").symlink_to(outside)

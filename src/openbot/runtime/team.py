@@ -118,6 +118,10 @@ async def _check_unique(session: AsyncSession, handle: str) -> None:
 
 async def create_actor(session: AsyncSession, command: ActorCreate) -> Actor:
     handle = _check_handle(command.handle)
+    if command.kind != "external":  # as PATCH refuses them: a person has no webhook
+        for field in ("webhook_url", "webhook_secret"):
+            if getattr(command, field) is not None:
+                raise InvalidArgument(f"{field} is for external actors only", {"field": field})
     await _check_unique(session, handle)
     stamp = now(session)
     actor = Actor(

@@ -55,7 +55,10 @@ def normalise_directory(root: Path, value: str) -> str:
     candidate = os.path.realpath(os.path.join(real_root, value))  # an absolute value stands alone
     if candidate != real_root and not candidate.startswith(real_root + os.sep):
         raise ValueError(f"working_directory {value!r} resolves outside the workspaces root")
-    return os.path.relpath(candidate, real_root)
+    stored = os.path.relpath(candidate, real_root)
+    if any(len(os.fsencode(part)) > 255 for part in stored.split(os.sep)):  # NAME_MAX: never creatable
+        raise ValueError("working_directory has a name longer than 255 bytes")
+    return stored
 
 
 @dataclass(frozen=True)
