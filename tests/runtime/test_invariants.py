@@ -15,6 +15,7 @@ from openbot.core.clock import FakeClock
 from openbot.core.ids import new_id
 from openbot.runtime import threads
 from openbot.runtime.commands import ResumeBody
+from openbot.runtime.engagement import explain
 from openbot.runtime.team import get_actor
 from openbot.store.models import HeldHandoff, InboxItem, Message, Run
 
@@ -269,7 +270,10 @@ async def test_invariant_8_a_held_hand_off_is_superseded_by_a_real_one(team: Tea
     reviewer_items = await team.items("reviewer", kind="message")
     assert len(reviewer_items) == 1  # the second reply handed off for real; the hold was dropped
     async with rt.db.read() as s:
-        assert [h.status for h in await s.scalars(select(HeldHandoff))] == ["superseded"]
+        [hold] = list(await s.scalars(select(HeldHandoff)))
+        assert hold.status == "superseded"
+        why = await explain.why(s, hold.message_id, "reviewer")
+    assert why["answer"] == "held" and "superseded by a later hand-off" in why["summary"]
 
 
 async def test_invariant_8_a_bot_reply_without_a_mention_ends_the_exchange(team: Team) -> None:

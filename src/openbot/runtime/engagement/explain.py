@@ -16,10 +16,10 @@ from typing_extensions import TypedDict  # pydantic reads this one on Python 3.1
 
 from openbot.core.errors import NotFound
 from openbot.core.scheduling import ItemKind
-from openbot.core.states import ItemStatus
+from openbot.core.states import HoldStatus, ItemStatus
 from openbot.runtime.governor.disposals import DisposalView, disposal_of, disposal_view
 from openbot.runtime.views import RunView, iso, run_view
-from openbot.store.models import Actor, Disposition, InboxItem, Message, Run, ThreadParticipant
+from openbot.store.models import Actor, Disposition, HeldHandoff, InboxItem, Message, Run, ThreadParticipant
 
 
 class DispositionView(TypedDict):
@@ -172,6 +172,12 @@ async def _from_disposition(
         if member is None:
             return WhyView(answer="not_in_thread", summary=f"@{bot.handle} is not in this thread")
         return WhyView(answer="observed", summary=f"@{bot.handle} joined the thread after this message")
+    if row.signal == "held" and await _superseded(session, message, bot):
+        return WhyView(
+            answer="held",
+            summary=f"@{bot.handle} was handed this, but the hand-off was held and then superseded"
+            " by a later hand-off from the same sender",
+        )
     if row.signal in _DISPOSITION_ANSWERS:
         answer, summary = _DISPOSITION_ANSWERS[row.signal]
         return WhyView(answer=answer, summary=summary.format(bot=bot.handle))
@@ -188,3 +194,12 @@ async def _from_disposition(
     return WhyView(
         answer="observed", summary=f"@{bot.handle} read it without answering: {row.reason} ({tier})"
     )
+
+
+async def _superseded(session: AsyncSession, message: Message, bot: Actor) -> bool:
+    status = await session.scalar(
+        select(HeldHandoff.status).where(
+            HeldHandoff.message_id == message.id, HeldHandoff.target_id == bot.id
+        )
+    )
+    return status == HoldStatus.SUPERSEDED
