@@ -39,6 +39,14 @@ async def test_a_mistyped_mention_is_reported_with_a_suggestion_and_wakes_nobody
     assert "@enginer is not a member — did you mean @engineer?" in row["summary"]
 
 
+async def test_a_mention_of_a_bot_s_alias_suggests_that_bot(client: httpx.AsyncClient, team: Team) -> None:
+    assert (await client.patch("/api/v1/bots/engineer", json={"aliases": ["Alfie"]})).status_code == 200
+    thread = await team.thread()
+    body = await _post(client, thread, "@alfie please look")
+    assert body["unknown_mentions"] == [{"handle": "alfie", "suggestion": "engineer"}]
+    assert body["addressed"] == []
+
+
 async def test_a_mention_far_from_every_handle_has_no_suggestion_key(
     client: httpx.AsyncClient, team: Team
 ) -> None:

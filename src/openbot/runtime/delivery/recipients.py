@@ -17,7 +17,7 @@ from openbot.runtime.delivery.inbox import queued_mail_count
 from openbot.runtime.views import UnknownMention
 from openbot.store import fast
 from openbot.store.journal import log_activity
-from openbot.store.models import Actor, Message, Thread, ThreadParticipant
+from openbot.store.models import Actor, BotProfile, Message, Thread, ThreadParticipant
 
 
 @dataclass(frozen=True)
@@ -99,11 +99,20 @@ async def report_unknown(
     System notices are not reported: the names in them were written by the runtime."""
     if not handles or sender is None:
         return []
-    known = list(await session.scalars(select(Actor.handle).where(Actor.deleted.is_(False))))
+    rows = await session.execute(
+        select(Actor.handle, BotProfile.aliases)
+        .outerjoin(BotProfile, BotProfile.actor_id == Actor.id)
+        .where(Actor.deleted.is_(False))
+    )
+    known: list[str] = []
+    by_alias: dict[str, str] = {}  # a bot's alias names that bot (an alias is no handle to @-mention)
+    for known_handle, aliases in rows:
+        known.append(known_handle)
+        by_alias.update((alias.lower(), known_handle) for alias in aliases or ())
     found: list[UnknownMention] = []
     for handle in handles:
         entry = UnknownMention(handle=handle)
-        suggestion = suggest_handle(handle, known)
+        suggestion = by_alias.get(handle.lower()) or suggest_handle(handle, known)
         if suggestion is not None:
             entry["suggestion"] = suggestion
         found.append(entry)
