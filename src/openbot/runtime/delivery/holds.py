@@ -68,22 +68,14 @@ async def hold(
     return notices.handoff_held(sender.handle, handles, message.id, message.hop)
 
 
-_PENDING = select(HeldHandoff).where(
+# The sender's pending holds in the thread.
+_HELD_HERE = (
     HeldHandoff.thread_id == bindparam("thread_id"),
     HeldHandoff.sender_id == bindparam("sender_id"),
     HeldHandoff.status == HoldStatus.PENDING,
 )
-
-
-_ANY_PENDING = (
-    select(HeldHandoff.id)
-    .where(
-        HeldHandoff.thread_id == bindparam("thread_id"),
-        HeldHandoff.sender_id == bindparam("sender_id"),
-        HeldHandoff.status == HoldStatus.PENDING,
-    )
-    .exists()
-)
+_PENDING = select(HeldHandoff).where(*_HELD_HERE)
+_ANY_PENDING = select(HeldHandoff.id).where(*_HELD_HERE).exists()
 # Mail of the sender in the thread not handled yet: queued, or claimed by a run still going.
 _UNHANDLED = (
     select(InboxItem.id)
