@@ -14,13 +14,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from openbot.core.ids import new_id
 from openbot.core.scheduling import ItemKind
-from openbot.core.states import HoldStatus, ItemStatus
+from openbot.core.states import ACTIVE_RUNS, HoldStatus, ItemStatus
 from openbot.runtime import notices
 from openbot.runtime.delivery.inbox import any_mail, enqueue
 from openbot.store import fast
 from openbot.store.db import now
 from openbot.store.journal import log_activity
-from openbot.store.models import Actor, HeldHandoff, InboxItem, Message
+from openbot.store.models import Actor, HeldHandoff, InboxItem, Message, Run
 
 
 async def supersede(session: AsyncSession, thread_id: str, sender_id: str, target_id: str) -> None:
@@ -76,8 +76,9 @@ _HELD_HERE = (
 )
 _PENDING = select(HeldHandoff).where(*_HELD_HERE)
 _ANY_PENDING = select(HeldHandoff.id).where(*_HELD_HERE).exists()
-# Mail of the sender in the thread not handled yet: queued, or claimed by a run still going.
-_UNHANDLED = (
+# The sender is not done in the thread: mail queued or claimed, or a run not ended (one waiting
+# for a person has settled its mail, yet its answer may still hand off).
+_UNHANDLED = select(
     select(InboxItem.id)
     .where(
         InboxItem.actor_id == bindparam("sender_id"),
@@ -86,7 +87,13 @@ _UNHANDLED = (
         InboxItem.status.in_((ItemStatus.QUEUED, ItemStatus.PROCESSING)),
     )
     .exists()
-    .select()
+    | select(Run.id)
+    .where(
+        Run.bot_id == bindparam("sender_id"),
+        Run.thread_id == bindparam("thread_id"),
+        Run.status.in_(ACTIVE_RUNS),
+    )
+    .exists()
 )
 # After a run: whether the bot holds hand-offs in the thread, and whether it has mail queued
 # anywhere (worth waking its worker for), in one read.
