@@ -36,7 +36,7 @@ class Principal:
 
     def speaker(self, requested: str | None) -> str:
         """The handle a request acts as, given the ``from`` (or ``actor``) it named, if any."""
-        if self.actor is None:  # "" is a handle nobody has (422 downstream), not "none named"
+        if self.actor is None:  # "" is a handle nobody has (refused as unknown), not "none named"
             return DEFAULT_SPEAKER if requested is None else requested
         if requested is not None and requested != self.actor:
             raise Forbidden(
