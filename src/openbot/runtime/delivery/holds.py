@@ -112,8 +112,8 @@ async def after_run(session: AsyncSession, bot: Actor, thread_id: str) -> bool:
 async def release_holds(session: AsyncSession, bot: Actor, thread_id: str) -> list[str]:
     """Deliver the sender's pending holds in a thread once none of its mail there is queued or
     claimed and none of its runs there is still going (``_UNHANDLED``). Returns the ids of the bots
-    woken. Called at a run's end when :func:`after_run`
-    found holds, when a run is ended from outside or mail is disposed of, and at recovery.
+    woken. Called at a run's end when :func:`after_run` found holds, when a run is ended from
+    outside or mail is disposed of, and at recovery.
     """
     ids = {"thread_id": thread_id, "sender_id": bot.id}
     holds = list(await session.scalars(_PENDING, ids))
