@@ -9,6 +9,8 @@ the same target supersedes it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -100,13 +102,26 @@ _UNHANDLED = select(
 _AFTER_RUN = fast.Sql(select(_ANY_PENDING.label("held"), any_mail(bindparam("sender_id")).label("mail")))
 
 
+@dataclass(frozen=True)
+class Leftover:
+    """What a finishing run leaves behind: hand-offs its bot holds in the thread, mail queued."""
+
+    held: bool
+    mail: bool  # anywhere: the bot's worker should look again
+
+
+async def leftover(session: AsyncSession, bot_id: str, thread_id: str) -> Leftover:
+    row = (await fast.execute(session, _AFTER_RUN, {"thread_id": thread_id, "sender_id": bot_id}))[0]
+    return Leftover(held=bool(row.held), mail=bool(row.mail))
+
+
 async def after_run(session: AsyncSession, bot: Actor, thread_id: str) -> bool:
     """Release the bot's holds in the thread if its queue there is empty; returns whether the bot
     still has mail queued (its worker should look again)."""
-    row = (await fast.execute(session, _AFTER_RUN, {"thread_id": thread_id, "sender_id": bot.id}))[0]
-    if row.held:
+    left = await leftover(session, bot.id, thread_id)
+    if left.held:
         await release_holds(session, bot, thread_id)
-    return bool(row.mail)
+    return left.mail
 
 
 async def release_holds(session: AsyncSession, bot: Actor, thread_id: str) -> list[str]:

@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from openbot.core.scheduling import ItemKind
 from openbot.core.states import ItemStatus, RunStatus, check
 from openbot.runtime import notices
-from openbot.runtime.delivery.holds import after_run
+from openbot.runtime.delivery.holds import after_run, leftover, release_holds
 from openbot.runtime.delivery.inbox import enqueue, has_mail
 from openbot.runtime.delivery.post import Delivery
 from openbot.runtime.memory import pending
@@ -69,10 +69,9 @@ async def finish(session: AsyncSession, claim: Claim, outcome: Outcome, delivery
         await _pause(session, run, bot, thread, claim.item_ids, outcome.interrupt)
         await save(session, run)
         return await has_mail(session, bot.id)
-    if outcome.error is not None:
-        await _fail(session, run, bot, thread, claim.item_ids, outcome.error, delivery)
-    else:
-        await _complete(session, run, bot, thread, claim.item_ids, outcome.reply, delivery)
+    if outcome.error is None:
+        return await _complete(session, run, bot, thread, claim.item_ids, outcome.reply, delivery)
+    await _fail(session, run, bot, thread, claim.item_ids, outcome.error, delivery)
     await save(session, run)
     return await after_run(session, bot, thread.id)
 
@@ -136,15 +135,27 @@ async def _complete(
     items: Sequence[str],
     reply: str | None,
     delivery: Delivery,
-) -> None:
+) -> bool:
+    """Complete the run and post its reply; returns whether the bot has mail queued still.
+
+    The reply is posted after the read of what the run leaves behind: the post locks the thread's
+    row (posts to one thread serialise, DESIGN §6), and runs of other bots finishing in the same
+    thread wait on that lock, so it is held for the post's own statements and the commit, not
+    across that read's round trip too. Holds are released after the reply, as before: a hand-off
+    the reply makes for real supersedes a held one to the same bot. The reply holds a hand-off
+    only while the bot has mail queued in the thread, when no hold is released anyway."""
     move(run, RunStatus.COMPLETED)
     run.finished_at = now(session)
     await settle(session, items, ItemStatus.DONE, run.finished_at)
     # Owe a reflection (one upsert, nothing when the bot's memory is off): the durable debounce.
     await pending.schedule(session, bot.id, thread.id, next(iter(run.trigger_message_ids), None))
+    await save(session, run)
+    left = await leftover(session, bot.id, thread.id)
     if reply:
         result = await delivery.post(session, thread, reply, sender=bot, hop=run.hop + 1, run_id=run.id)
         await add_run_event(session, run, "message", {"message_id": result.message.id})
+    if left.held:
+        await release_holds(session, bot, thread.id)
     journal_run(session, run, bot.handle)
     log_run(
         session,
@@ -153,6 +164,7 @@ async def _complete(
         run,
         bot,
     )
+    return left.mail
 
 
 async def settle(session: AsyncSession, item_ids: Sequence[str], status: ItemStatus, stamp: datetime) -> None:
