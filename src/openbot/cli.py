@@ -87,7 +87,7 @@ def serve(
     hint = "" if settings.model else "  (set OPENBOT_MODEL=provider:model to use a real model)"
     typer.echo(f"Bots use model: {model}{hint}")
     if not workers:
-        uvicorn.run(create_app(settings), host=host, port=port, log_level="warning")
+        uvicorn.run(create_app(settings, settle_heap=True), host=host, port=port, log_level="warning")
         return
     from openbot import fleet
 
@@ -100,7 +100,7 @@ def serve(
     children = fleet.spawn_workers(workers, str(data_dir))
     try:
         api_only = settings.model_copy(update={"run_workers": False})
-        uvicorn.run(create_app(api_only), host=host, port=port, log_level="warning")
+        uvicorn.run(create_app(api_only, settle_heap=True), host=host, port=port, log_level="warning")
     finally:
         fleet.stop_workers(children, timeout=settings.drain_seconds + 5)
 

@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 from openbot.config import Settings
+from openbot.runtime import heap
 from openbot.runtime.engine import Runtime
 from openbot.runtime.scheduler import node
 
@@ -53,6 +54,7 @@ async def run_worker(settings: Settings) -> None:
     try:
         async with Runtime(settings) as rt:
             log.info("worker %s running bots on %s", rt.system.owner, rt.db.backend)
+            heap.settle()
             await stop.wait()
     except node.NodeInUse as exc:
         print(f"openbot worker: {exc}", file=sys.stderr)  # one line, no traceback

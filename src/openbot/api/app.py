@@ -35,16 +35,23 @@ from openbot.api.routes import (
 from openbot.api.schemas import document
 from openbot.config import Settings
 from openbot.core.clock import Clock
+from openbot.runtime import heap
 from openbot.runtime.engine import Runtime
 
 WEB = Path(__file__).resolve().parent.parent / "web"
 
 
 def create_app(
-    settings: Settings | None = None, runtime: Runtime | None = None, *, clock: Clock | None = None
+    settings: Settings | None = None,
+    runtime: Runtime | None = None,
+    *,
+    clock: Clock | None = None,
+    settle_heap: bool = False,
 ) -> FastAPI:
     """Build the app. With ``runtime`` given, the caller owns its lifecycle (tests do this);
-    otherwise the app's lifespan starts one on ``settings`` (and ``clock``, for tests)."""
+    otherwise the app's lifespan starts one on ``settings`` (and ``clock``, for tests).
+    ``settle_heap``: tune the garbage collector once the runtime is up (``runtime.heap``), for a
+    process that serves nothing else (``openbot serve``)."""
     settings = settings or (runtime.settings if runtime else Settings())
 
     @asynccontextmanager
@@ -55,6 +62,8 @@ def create_app(
             return
         async with Runtime(settings, clock=clock) as rt:
             app.state.runtime = rt
+            if settle_heap:
+                heap.settle()
             yield
 
     app = FastAPI(
