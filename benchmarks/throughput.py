@@ -1,7 +1,8 @@
 """Scenario ``throughput``: runs per second through the in-process runtime, bots × threads at once.
 
 Each measurement starts a fresh ``Runtime`` (SQLite in a temporary directory, or the PostgreSQL
-database named by ``OPENBOT_BENCH_DATABASE_URL``, emptied first), creates the bots ``b00…`` and the
+database named by ``OPENBOT_BENCH_DATABASE_URL``, emptied first) with the garbage collector tuned
+as ``openbot serve`` tunes it (``runtime.heap``), creates the bots ``b00…`` and the
 threads, then posts one human message per (bot, thread) pair mentioning that bot and waits with
 ``rt.system.run_until_idle()``. Every post wakes exactly one bot and makes exactly one run, and
 the bots' default reply mentions nobody, so ``expected runs = bots × threads``.
@@ -25,11 +26,13 @@ run bounds throughput: one event loop runs everything, so runs/s cannot exceed 1
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import logging
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,7 +43,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from benchmarks.server import running_server
 from openbot.config import Settings
-from openbot.runtime import threads
+from openbot.runtime import heap, threads
 from openbot.runtime.commands import BotCreate, ThreadCreate
 from openbot.runtime.engine import Runtime
 from openbot.runtime.team import create_bot, get_actor
@@ -191,7 +194,7 @@ async def _verify(rt: Runtime, handles: list[str], expected: int) -> dict[str, A
 async def measure(settings: Settings, load: Load, preloaded: bool) -> dict[str, Any]:
     if settings.database_url:
         await reset_postgres(settings.database_url)
-    async with Runtime(settings) as rt:
+    async with Runtime(settings) as rt, settled_heap():
         handles, thread_ids = await setup_load(rt, load)
         pairs = [(t, h) for t in thread_ids for h in handles]
         saver = rt.runner.checkpointer
@@ -230,6 +233,19 @@ async def measure(settings: Settings, load: Load, preloaded: bool) -> dict[str, 
             "durable_checkpointer_calls": _per_run(durable_calls, load.runs),
         },
     }
+
+
+@contextlib.asynccontextmanager
+async def settled_heap() -> AsyncIterator[None]:
+    """The garbage collector as ``openbot serve`` and ``openbot worker`` tune it once their runtime
+    is up (``runtime.heap``), put back afterwards."""
+    thresholds = gc.get_threshold()
+    heap.settle()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*thresholds)
 
 
 def _per_run(counts: Counter[str], runs: int) -> dict[str, float]:
