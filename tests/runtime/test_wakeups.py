@@ -66,12 +66,8 @@ def test_an_announcement_names_the_bots_given_mail_once_each() -> None:
     assert announcement("p1", too_many) == "p1"  # over NOTIFY's payload limit: listeners poll instead
 
 
-async def test_a_claim_announces_that_it_only_took_mail(rt: Runtime) -> None:
-    """Another process that hears a claim has nothing new to look for (the claim took mail)."""
-    team = Team(rt)
-    rt.system.pause()
-    thread = await team.thread()
-    await team.post(thread, "@engineer one")
+def record_announcements(rt: Runtime) -> list[str]:
+    """The announcement of every transaction that writes journal rows, from now on."""
     sent: list[str] = []
     dialect = rt.db.dialect
     original = dialect.write_journal
@@ -82,10 +78,44 @@ async def test_a_claim_announces_that_it_only_took_mail(rt: Runtime) -> None:
             sent.append(announcement_of(session, sender))
 
     dialect.write_journal = spy  # type: ignore[method-assign]
+    return sent
+
+
+async def test_a_claim_announces_that_it_only_took_mail(rt: Runtime) -> None:
+    """Another process that hears a claim has nothing new to look for (the claim took mail)."""
+    team = Team(rt)
+    rt.system.pause()
+    thread = await team.thread()
+    await team.post(thread, "@engineer one")
+    sent = record_announcements(rt)
     async with rt.db.read() as s:
         engineer = (await get_actor(s, "engineer")).id
     assert await rt.system.claim(engineer) is not None
     assert [parse_announcement(p)[2] for p in sent] == [False]
+
+
+async def test_a_finish_names_its_bot_while_it_has_mail_and_sends_nobody_looking(team: Team) -> None:
+    """Other processes that hear a run finish wake its bot if it has mail left (it has room
+    again), instead of looking for work everywhere; without mail left, they look for nothing."""
+    rt = team.rt
+    engineer, first, second = await _engineer_of_one_thread(team)
+    await team.post(first, "@engineer one")
+    await team.post(second, "@engineer two")
+    claim = await rt.system.claim(engineer)
+    assert claim is not None and claim.at_ceiling  # "two" waits for this run
+    sent = record_announcements(rt)
+    async with rt.db.transaction() as s:
+        assert await finish(s, claim, Outcome(reply="done"), rt.delivery)
+    [(_sender, named, look)] = [parse_announcement(p) for p in sent]
+    assert engineer in named and not look
+
+    again = await rt.system.claim(engineer)
+    assert again is not None
+    sent.clear()
+    async with rt.db.transaction() as s:
+        assert not await finish(s, again, Outcome(reply="done"), rt.delivery)
+    [(_sender, named, look)] = [parse_announcement(p) for p in sent]
+    assert engineer not in named and not look
 
 
 async def test_an_announcement_that_names_bots_wakes_them_without_a_poll(rt: Runtime) -> None:

@@ -19,12 +19,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.orm import Session
 
 from openbot.core.clock import Clock, SystemClock
-from openbot.store.dialect import TOOK_ONLY, WOKEN, Dialect, dialect_for
+from openbot.store.dialect import FREES, TOOK_ONLY, WOKEN, Dialect, dialect_for
 from openbot.store.fast import Reader
 
 _AFTER_COMMIT = "openbot_after_commit"
 _WOKEN = WOKEN  # bots that got mail in this transaction (the dialect's announcement names them)
-_TRANSIENT = ("openbot_journal_rows", "openbot_activity_rows", "openbot_driver", _WOKEN, TOOK_ONLY)
+_TRANSIENT = ("openbot_journal_rows", "openbot_activity_rows", "openbot_driver", _WOKEN, TOOK_ONLY, FREES)
 
 
 def normalise_url(url: str) -> str:

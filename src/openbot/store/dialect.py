@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 CHANNEL = "openbot"  # LISTEN/NOTIFY channel: "the journal moved, mail may be waiting"
 WOKEN = "openbot_woken"  # session.info: the bots a transaction gave mail to (``db.wake_after_commit``)
 TOOK_ONLY = "openbot_took_only"  # session.info: the transaction only took mail (``only_takes_mail``)
+FREES = "openbot_frees"  # session.info: bots whose mail it may make claimable (``frees_only``)
 _JOURNAL_LOCK = 0x0B07
 _PAYLOAD_LIMIT = 7900  # PostgreSQL refuses NOTIFY payloads of 8000 bytes or more
 
@@ -218,7 +219,8 @@ class PostgresDialect(Dialect):
 
 def announcement_of(session: Session, sender: str) -> str:
     """The ``announcement`` of a transaction about to commit."""
-    return announcement(sender, session.info.get(WOKEN) or (), took_only=bool(session.info.get(TOOK_ONLY)))
+    named = [*(session.info.get(WOKEN) or ()), *(session.info.get(FREES) or ())]
+    return announcement(sender, named, took_only=bool(session.info.get(TOOK_ONLY)))
 
 
 _LOCK_BOT = fast.Sql(select(Actor.id).where(Actor.id == bindparam("bot_id")).with_for_update(key_share=True))
@@ -278,6 +280,17 @@ def only_takes_mail(session: AsyncSession) -> None:
     """Mark a transaction that can only take mail (a claim), never make any claimable: its
     announcement tells listeners there is nothing new to look for."""
     session.sync_session.info[TOOK_ONLY] = True
+
+
+def frees_only(session: AsyncSession, bot_ids: Sequence[str]) -> None:
+    """Mark a transaction after which only the mail of ``bot_ids``, and of the bots it gave mail
+    to, can have become claimable (a run's finish: its bot has room again). Its announcement
+    names those bots, so other processes wake them instead of looking for work everywhere; with
+    none to name it sends nobody looking. Bots named here are not woken in this process (the
+    caller's own worker looks again)."""
+    info = session.sync_session.info
+    info[TOOK_ONLY] = True
+    info.setdefault(FREES, []).extend(bot_ids)
 
 
 def _append_sqlite(session: Session, cls: type[Base], rows: Sequence[Any]) -> None:

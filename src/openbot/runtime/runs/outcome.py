@@ -37,6 +37,7 @@ from openbot.runtime.runs.events import (
 )
 from openbot.store import fast
 from openbot.store.db import dialect, now
+from openbot.store.dialect import frees_only
 from openbot.store.models import Actor, InboxItem, PreparedContext, Run, Thread, ThreadParticipant
 
 _SETTLE = fast.Sql(
@@ -78,12 +79,17 @@ async def finish(session: AsyncSession, claim: Claim, outcome: Outcome, delivery
     if outcome.interrupt is not None:
         await _pause(session, run, bot, thread, claim.item_ids, outcome.interrupt)
         await save(session, run)
-        return await has_mail(session, bot.id)
-    if outcome.error is None:
-        return await _complete(session, run, bot, thread, claim.item_ids, outcome.reply, delivery)
-    await _fail(session, run, bot, thread, claim.item_ids, outcome.error, delivery)
-    await save(session, run)
-    return await after_run(session, bot, thread.id)
+        more = await has_mail(session, bot.id)
+    elif outcome.error is None:
+        more = await _complete(session, run, bot, thread, claim.item_ids, outcome.reply, delivery)
+    else:
+        await _fail(session, run, bot, thread, claim.item_ids, outcome.error, delivery)
+        await save(session, run)
+        more = await after_run(session, bot, thread.id)
+    # The bot has room again: other processes wake it if it has mail, and look for nothing else
+    # (bots this transaction gave mail to are named anyway).
+    frees_only(session, [bot.id] if more else [])
+    return more
 
 
 async def _pause(
