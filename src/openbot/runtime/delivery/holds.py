@@ -10,7 +10,6 @@ the same target supersedes it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -111,18 +110,9 @@ class Leftover:
     mail: bool  # anywhere: the bot's worker should look again
 
 
-def leftover_read(bot_id: str, thread_id: str) -> tuple[fast.Sql, dict[str, Any]]:
-    """The read of what a run of ``bot_id`` in ``thread_id`` leaves, for a caller that sends it
-    with other statements; its rows go to :func:`leftover_of`."""
-    return _AFTER_RUN, {"thread_id": thread_id, "sender_id": bot_id}
-
-
-def leftover_of(rows: list[Any]) -> Leftover:
-    return Leftover(held=bool(rows[0].held), mail=bool(rows[0].mail))
-
-
 async def leftover(session: AsyncSession, bot_id: str, thread_id: str) -> Leftover:
-    return leftover_of(await fast.execute(session, *leftover_read(bot_id, thread_id)))
+    row = (await fast.execute(session, _AFTER_RUN, {"thread_id": thread_id, "sender_id": bot_id}))[0]
+    return Leftover(held=bool(row.held), mail=bool(row.mail))
 
 
 async def after_run(session: AsyncSession, bot: Actor, thread_id: str) -> bool:

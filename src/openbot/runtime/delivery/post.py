@@ -68,13 +68,9 @@ class Delivery:
         hop: int = 0,
         run_id: str | None = None,
         metadata: dict[str, Any] | None = None,
-        message_id: str | None = None,
     ) -> PostResult:
-        """Post a message and then the notices it calls for (system messages: they call for none).
-        ``message_id``: the id the message takes, drawn by a caller that refers to it first."""
-        result, pending = await self._post_one(
-            session, thread, content, sender, to, hop, run_id, metadata, message_id
-        )
+        """Post a message and then the notices it calls for (system messages: they call for none)."""
+        result, pending = await self._post_one(session, thread, content, sender, to, hop, run_id, metadata)
         for notice in pending:
             await self.post_notice(session, thread, notice)
         return result
@@ -96,7 +92,6 @@ class Delivery:
         hop: int,
         run_id: str | None,
         metadata: dict[str, Any] | None,
-        message_id: str | None = None,
     ) -> tuple[PostResult, list[notices.Notice]]:
         stamp = now(session)
         is_bot = sender is not None and sender.kind == ActorKind.BOT
@@ -117,7 +112,7 @@ class Delivery:
         data = await self._route_input(session, thread, found, sender, mentions, to, hop)
         plan = plan_route(data)
         message = await self._insert(
-            session, thread, plan, found, content, sender, hop, run_id, metadata, stamp, message_id
+            session, thread, plan, found, content, sender, hop, run_id, metadata, stamp
         )
         view = message_view(message, sender)
         append_event(session, "message.created", view, thread.id)
@@ -182,7 +177,6 @@ class Delivery:
         run_id: str | None,
         metadata: dict[str, Any] | None,
         stamp: datetime,
-        message_id: str | None,
     ) -> Message:
         meta = dict(metadata or {})
         if plan.held:
@@ -190,7 +184,7 @@ class Delivery:
         if plan.hop_limited:
             meta["hop_limited"] = list(plan.hop_limited)
         message = Message(
-            id=message_id or new_id("msg"),
+            id=new_id("msg"),
             thread_id=thread.id,
             sender_id=sender.id if sender else None,
             content=content,

@@ -7,7 +7,6 @@ or another process took it over) can never write to it again.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam, func, insert, select, update
@@ -102,24 +101,10 @@ def move(run: Run, target: RunStatus) -> None:
 async def add_run_event(session: AsyncSession, run: Run, type_: str, payload: dict[str, Any]) -> RunEvent:
     """Append the run's next event: the seq is computed inside the INSERT (one statement, not two)."""
     stamp = now(session)
-    rows = await fast.execute(session, *run_event_insert(run.id, type_, payload, stamp))
-    return journal_run_event(session, run, rows, type_, payload, stamp)
-
-
-def run_event_insert(
-    run_id: str, type_: str, payload: dict[str, Any], stamp: datetime
-) -> tuple[fast.Sql, dict[str, Any]]:
-    """The INSERT of a run's next event, for a caller that sends it with other statements; its
-    rows go to :func:`journal_run_event`."""
-    return _ADD_EVENT, {"run_id": run_id, "type": type_, "payload": payload, "created_at": stamp}
-
-
-def journal_run_event(
-    session: AsyncSession, run: Run, rows: list[Any], type_: str, payload: dict[str, Any], stamp: datetime
-) -> RunEvent:
-    """Journal the event :func:`run_event_insert` wrote (``rows``: what it returned)."""
+    params = {"run_id": run.id, "type": type_, "payload": payload, "created_at": stamp}
+    seq = (await fast.execute(session, _ADD_EVENT, params))[0][0]
     # A detached copy of the row for the journal and the caller (the row itself is written).
-    event = RunEvent(run_id=run.id, seq=int(rows[0][0]), type=type_, payload=payload, created_at=stamp)
+    event = RunEvent(run_id=run.id, seq=int(seq), type=type_, payload=payload, created_at=stamp)
     append_event(session, "run.event", run_event_view(event, run.thread_id), run.thread_id)
     return event
 

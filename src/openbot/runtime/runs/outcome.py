@@ -15,26 +15,16 @@ from typing import Any
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from openbot.core.ids import new_id
 from openbot.core.scheduling import ItemKind
 from openbot.core.states import ItemStatus, RunStatus, check
 from openbot.runtime import notices
-from openbot.runtime.delivery.holds import after_run, leftover_of, leftover_read, release_holds
+from openbot.runtime.delivery.holds import after_run, leftover, release_holds
 from openbot.runtime.delivery.inbox import enqueue, has_mail
 from openbot.runtime.delivery.post import Delivery
 from openbot.runtime.memory import pending
 from openbot.runtime.memory.context import record
 from openbot.runtime.runs.claim import Claim
-from openbot.runtime.runs.events import (
-    add_run_event,
-    fenced,
-    journal_run,
-    journal_run_event,
-    log_run,
-    move,
-    run_event_insert,
-    save,
-)
+from openbot.runtime.runs.events import add_run_event, fenced, journal_run, log_run, move, save
 from openbot.store import fast
 from openbot.store.db import dialect, now
 from openbot.store.dialect import frees_only
@@ -154,33 +144,23 @@ async def _complete(
 ) -> bool:
     """Complete the run and post its reply; returns whether the bot has mail queued still.
 
-    The reply is posted last: the post locks the thread's row (posts to one thread serialise,
-    DESIGN §6), and runs of other bots finishing in the same thread wait on that lock, so it is
-    held for the post's own round trip and the commit only. The read of what the run leaves and
-    the run event naming the reply go before it, together (the reply's id is drawn first; the
-    event is journalled after the message, as before). Holds are released after the reply: a
-    hand-off the reply makes for real supersedes a held one to the same bot. The reply holds a
-    hand-off only while the bot has mail queued in the thread, when no hold is released anyway."""
+    The reply is posted after the read of what the run leaves behind: the post locks the thread's
+    row (posts to one thread serialise, DESIGN §6) and runs of other bots finishing in the same
+    thread wait on that lock, so that read's round trip is kept out of it. The reply's id is
+    drawn under the lock (message ids follow the order posts commit in a thread). Holds are
+    released after the reply, and journalled after the run's own rows, as before: a hand-off the
+    reply makes for real supersedes a held one to the same bot. The reply holds a hand-off only
+    while the bot has mail queued in the thread, when no hold is released anyway."""
     move(run, RunStatus.COMPLETED)
     run.finished_at = now(session)
     await settle(session, items, ItemStatus.DONE, run.finished_at)
     # Owe a reflection (one upsert, nothing when the bot's memory is off): the durable debounce.
     await pending.schedule(session, bot.id, thread.id, next(iter(run.trigger_message_ids), None))
     await save(session, run)
-    # One round trip: what the run leaves, and the event naming its reply (whose id is drawn here).
-    reads = [leftover_read(bot.id, thread.id)]
-    said = {"message_id": new_id("msg")} if reply else {}
+    left = await leftover(session, bot.id, thread.id)
     if reply:
-        reads.append(run_event_insert(run.id, "message", said, run.finished_at))
-    found = await fast.execute_all(session, reads)
-    left = leftover_of(found[0])
-    if reply:
-        await delivery.post(
-            session, thread, reply, sender=bot, hop=run.hop + 1, run_id=run.id, message_id=said["message_id"]
-        )
-        journal_run_event(session, run, found[1], "message", said, run.finished_at)
-    if left.held:
-        await release_holds(session, bot, thread.id)
+        result = await delivery.post(session, thread, reply, sender=bot, hop=run.hop + 1, run_id=run.id)
+        await add_run_event(session, run, "message", {"message_id": result.message.id})
     journal_run(session, run, bot.handle)
     log_run(
         session,
@@ -189,6 +169,8 @@ async def _complete(
         run,
         bot,
     )
+    if left.held:
+        await release_holds(session, bot, thread.id)
     return left.mail
 
 
