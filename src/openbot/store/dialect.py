@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 
 CHANNEL = "openbot"  # LISTEN/NOTIFY channel: "the journal moved, mail may be waiting"
 WOKEN = "openbot_woken"  # session.info: the bots a transaction gave mail to (``db.wake_after_commit``)
-TOOK_ONLY = "openbot_took_only"  # session.info: the transaction only took mail (``only_takes_mail``)
+TOOK_ONLY = "openbot_took_only"  # session.info: nothing to look for but what it names (claims, finishes)
 FREES = "openbot_frees"  # session.info: bots whose mail it may make claimable (``frees_only``)
 _JOURNAL_LOCK = 0x0B07
 _PAYLOAD_LIMIT = 7900  # PostgreSQL refuses NOTIFY payloads of 8000 bytes or more
@@ -256,9 +256,10 @@ def _journal_insert(rows: int) -> fast.Sql:
 
 
 def announcement(sender: str, woken: Sequence[str], *, took_only: bool = False) -> str:
-    """A NOTIFY payload: the sender, then the bots given mail, comma-separated; or ``-`` when the
-    transaction only took mail (a claim: nothing became claimable); or nothing after the sender
-    (look: something may have become claimable, or the bots would not fit)."""
+    """A NOTIFY payload: the sender, then the bots named (given mail, or freed by a finish),
+    comma-separated; or ``-`` when the transaction made nothing claimable that it does not name
+    (a claim, a finish: ``only_takes_mail``, ``frees_only``); or nothing after the sender (look:
+    something may have become claimable, or the bots would not fit)."""
     bots = ",".join(dict.fromkeys(woken))
     if bots and len(sender) + 1 + len(bots) <= _PAYLOAD_LIMIT:
         return f"{sender} {bots}"

@@ -123,11 +123,11 @@ class ActorSystem:
     def heard(self, payload: str) -> None:
         """Another process committed journal rows (and maybe mail): tell readers, look for work.
 
-        The announcement names the bots it gave mail to (``Dialect.announce``): they are woken at
-        once, without a query. A claim's says it only took mail: nothing to look for. Any other
-        (a run settled, a run was cancelled, a bot's ceiling changed, or too many bots to name)
-        asks for a poll, which finds every bot with room and mail; the maintenance poll stays the
-        truth either way.
+        The announcement names the bots it gave mail to (``Dialect.announce``), and a finished
+        run's bot if it has mail left: they are woken at once, without a query. A claim's, or a
+        finish's that names nobody, says there is nothing to look for. Any other (a run was
+        cancelled, a bot's ceiling changed, or too many bots to name) asks for a poll, which finds
+        every bot with room and mail; the maintenance poll stays the truth either way.
         """
         sender, woke, look = parse_announcement(payload)
         if sender == self.db.instance:
