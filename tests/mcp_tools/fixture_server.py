@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from pathlib import Path
 
 from mcp.server.fastmcp import FastMCP
 
@@ -24,8 +25,10 @@ def pid() -> int:
 
 
 @server.tool()
-async def slow(seconds: float) -> str:
-    """Answer after a while."""
+async def slow(seconds: float, mark: str = "") -> str:
+    """Answer after a while (creating the file ``mark`` first, if given: the call has arrived)."""
+    if mark:
+        Path(mark).touch()  # noqa: ASYNC240 - an empty file, before the wait the test times
     await asyncio.sleep(seconds)
     return "done"
 

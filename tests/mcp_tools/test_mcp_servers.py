@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
+from pathlib import Path
 
 import httpx
+import pytest
+from langchain_core.tools import StructuredTool, ToolException
 
 from conftest import Team
 from mcp_tools.conftest import until
 from openbot.runtime.engine import Runtime
+from openbot.runtime.tools import mcp
+from openbot.runtime.tools.mcp_config import ServerConfig
+from openbot.runtime.tools.registry import ToolRegistry
 
 
 def rule(word: str, tool: str, reply: str = "{tool_result}", **args: object) -> dict[str, object]:
@@ -53,8 +60,14 @@ async def test_the_servers_tools_are_listed_with_their_server(rt: Runtime, clien
     assert tools["ask_human"]["source"] == "builtin" and tools["ask_human"]["server"] is None
 
 
+@pytest.fixture
+def quick_keepalive(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep-alive pings every 0.2 s (15 s in use), set before the runtime starts its servers."""
+    monkeypatch.setattr(mcp, "KEEPALIVE_SECONDS", 0.2)
+
+
 async def test_a_bot_calls_a_tool_the_server_is_killed_restarted_and_called_again(
-    rt: Runtime, team: Team
+    quick_keepalive: None, rt: Runtime, team: Team
 ) -> None:
     await until(lambda: running(rt))
     await team.script("engineer", [ADD, PID], tools=["mcp:fx"])
@@ -62,17 +75,64 @@ async def test_a_bot_calls_a_tool_the_server_is_killed_restarted_and_called_agai
     assert await bot_says(team, thread, "add") == "sum 5"
     pid = int(await bot_says(team, thread, "pid"))
     os.kill(pid, signal.SIGKILL)
-    error = await bot_says(team, thread, "add")
-    # The model read a clear error and the run went on.
-    assert error == (
-        "sum MCP server 'fx' failed during add (connection closed (the server process exited?)); "
-        "it is being restarted, try again later"
+    await until(lambda: rt.mcp.servers["fx"].status != "running")  # its keep-alive ping failed
+    assert rt.mcp.servers["fx"].error == (
+        "ConnectionError: keep-alive ping failed: connection closed (the server process exited?)"
     )
     await until(lambda: running(rt, restarts=1))
     assert await bot_says(team, thread, "add") == "sum 5"
     assert int(await bot_says(team, thread, "pid")) != pid
     runs = await team.runs(thread)
-    assert [r.status for r in runs] == ["completed"] * 5
+    assert [r.status for r in runs] == ["completed"] * 4
+
+
+async def test_a_call_the_server_dies_in_fails_at_once_and_the_run_goes_on(
+    rt: Runtime, team: Team, tmp_path: Path
+) -> None:
+    """A request in flight when the server dies is answered "connection closed" by the MCP
+    client: the call fails at once, not after its timeout (10 s here)."""
+    await until(lambda: running(rt))
+    arrived = tmp_path / "slow-arrived"
+    slow = rule("slow", "fx__slow", seconds=60, mark=str(arrived))
+    await team.script("engineer", [slow, PID], tools=["mcp:fx"])
+    thread = await team.thread("mcp")
+    pid = int(await bot_says(team, thread, "pid"))
+    await team.post(thread, "@engineer slow")
+    await until(arrived.exists)  # the server is inside the call
+    os.kill(pid, signal.SIGKILL)
+    await team.idle()
+    # The model read a clear error (not the call timeout's) and the run went on.
+    assert (await team.messages(thread))[-1]["content"] == (
+        "MCP server 'fx' failed during slow (McpError: Connection closed); "
+        "it is being restarted, try again later"
+    )
+    runs = await team.runs(thread)
+    assert [r.status for r in runs] == ["completed"] * 2
+
+
+async def test_a_call_left_waiting_on_a_session_that_ended_is_ended_with_it() -> None:
+    """The MCP client can leave a request waiting for an answer that cannot come (one registered
+    as its session's reading ends); once the supervisor sees the session end (a failed keep-alive
+    ping, every 15 s), such a call ends too instead of waiting out its timeout (60 s by default)."""
+    server = mcp.McpServer(ServerConfig("fx", "stdio", None), ToolRegistry(), call_timeout=60)
+    answer = asyncio.Event()
+
+    async def waits(**_args: object) -> str:
+        await answer.wait()
+        return "never"
+
+    server._live = {"add": StructuredTool.from_function(coroutine=waits, name="add", description="add")}
+    server.status, server.error = "running", "keep-alive ping failed"
+    call = asyncio.create_task(server.call("add", {}))
+    await until(lambda: bool(server._calls))  # the call is waiting on the session
+    server._end_calls()
+    with pytest.raises(ToolException) as ended:
+        async with asyncio.timeout(10):  # a guard: without the ending, the call waits for ever
+            await call
+    assert str(ended.value) == (
+        "MCP server 'fx' failed during add (keep-alive ping failed); it is being restarted, try again later"
+    )
+    assert not server._calls and not call.cancelled()
 
 
 async def test_a_tool_error_a_slow_call_and_a_tool_not_granted(rt: Runtime, team: Team) -> None:

@@ -8,8 +8,9 @@ session is closed and opened again after a backoff (0.5 s doubling to 30 s, rese
 
 The registry's tools for a server are stable proxies (they outlive restarts, so compiled agents
 need no rebuild when a server restarts with the same tools). A call on a server that is not up,
-that dies under it or that takes longer than ``OPENBOT_MCP_CALL_TIMEOUT_SECONDS`` is a
-``ToolException``: the model reads a clear error, the run goes on.
+that dies under it (at once: the supervisor ends the calls waiting on a session it saw end) or
+that takes longer than ``OPENBOT_MCP_CALL_TIMEOUT_SECONDS`` is a ``ToolException``: the model
+reads a clear error, the run goes on.
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ class McpServer:
         self._live: dict[str, BaseTool] = {}  # MCP tool name -> the adapter's tool on this session
         self._session: ClientSession | None = None
         self._broken = False
+        self._calls: set[asyncio.Task[Any]] = set()  # tasks inside a call on the live session
+        self._cut: set[asyncio.Task[Any]] = set()  # of those, the ones the session's end cut off
         self._wake = asyncio.Event()  # set: check the session now
         self.tried = asyncio.Event()  # set once the first start is over (up or failed)
         if config.error:
@@ -92,6 +95,7 @@ class McpServer:
                 self.error = describe(exc)
                 log.warning("MCP server %s failed: %s", self.name, self.error)
             self._session, self._live, self.status = None, {}, "failed"
+            self._end_calls()
             self.tried.set()
             await asyncio.sleep(delay)
             delay = min(delay * 2, BACKOFF[1])
@@ -140,15 +144,33 @@ class McpServer:
             except Exception as exc:
                 raise ConnectionError(f"keep-alive ping failed: {describe(exc)}") from exc
 
+    def _end_calls(self) -> None:
+        """The session is gone: the MCP client leaves a request whose answer can no longer come
+        waiting until its timeout; end every call still waiting now (``call`` says why)."""
+        for task in self._calls - self._cut:
+            self._cut.add(task)
+            task.cancel()
+
     async def call(self, tool_name: str, args: dict[str, Any]) -> Any:
         """Call a tool on the live session; every failure is a ToolException the model reads."""
         tool = self._live.get(tool_name)
         if self.status != "running" or not isinstance(tool, StructuredTool) or tool.coroutine is None:
             why = f": {self.error}" if self.error else ""
             raise ToolException(f"MCP server '{self.name}' is {self.status}{why}; try again later")
+        task = asyncio.current_task()
+        assert task is not None
+        self._calls.add(task)
         try:
             async with asyncio.timeout(self.call_timeout):
                 return await tool.coroutine(**args)
+        except asyncio.CancelledError:
+            if task not in self._cut:
+                raise  # a real cancellation (the run's, the process's): not ours to answer
+            task.uncancel()
+            raise ToolException(
+                f"MCP server '{self.name}' failed during {tool_name} ({self.error}); "
+                "it is being restarted, try again later"
+            ) from None
         except ToolException:
             raise  # the tool itself answered with an error (isError): the server is fine
         except TimeoutError:
@@ -165,6 +187,9 @@ class McpServer:
                 f"MCP server '{self.name}' failed during {tool_name} ({describe(exc)}); "
                 "it is being restarted, try again later"
             ) from exc
+        finally:
+            self._calls.discard(task)
+            self._cut.discard(task)
 
 
 def _proxy(server: McpServer, tool: BaseTool) -> BaseTool:
