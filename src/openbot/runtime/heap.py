@@ -18,7 +18,8 @@ import gc
 
 # (youngest, middle, oldest): allocations net of frees before the youngest generation is
 # collected, then collections of each generation before the next one is. CPython's default is
-# (700, 10, 10).
+# (700, 10, 10). Measured on CPython 3.11; 3.14's incremental collector reads the last two
+# differently, so measure again there.
 THRESHOLDS = (5_000, 20, 10)
 
 
