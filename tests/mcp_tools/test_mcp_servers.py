@@ -110,10 +110,8 @@ async def test_a_call_the_server_dies_in_fails_at_once_and_the_run_goes_on(
     assert [r.status for r in runs] == ["completed"] * 2
 
 
-async def test_a_call_left_waiting_on_a_session_that_ended_is_ended_with_it() -> None:
-    """The MCP client can leave a request waiting for an answer that cannot come (one registered
-    as its session's reading ends); once the supervisor sees the session end (a failed keep-alive
-    ping, every 15 s), such a call ends too instead of waiting out its timeout (60 s by default)."""
+async def _waiting_call() -> tuple[mcp.McpServer, asyncio.Task[object]]:
+    """A server whose live session never answers, and a call waiting on it."""
     server = mcp.McpServer(ServerConfig("fx", "stdio", None), ToolRegistry(), call_timeout=60)
     answer = asyncio.Event()
 
@@ -125,6 +123,14 @@ async def test_a_call_left_waiting_on_a_session_that_ended_is_ended_with_it() ->
     server.status, server.error = "running", "keep-alive ping failed"
     call = asyncio.create_task(server.call("add", {}))
     await until(lambda: bool(server._calls))  # the call is waiting on the session
+    return server, call
+
+
+async def test_a_call_left_waiting_on_a_session_that_ended_is_ended_with_it() -> None:
+    """The MCP client can leave a request waiting for an answer that cannot come (one registered
+    as its session's reading ends); once the supervisor sees the session end (a failed keep-alive
+    ping, every 15 s), such a call ends too instead of waiting out its timeout (60 s by default)."""
+    server, call = await _waiting_call()
     server._end_calls()
     with pytest.raises(ToolException) as ended:
         async with asyncio.timeout(10):  # a guard: without the ending, the call waits for ever
@@ -133,6 +139,18 @@ async def test_a_call_left_waiting_on_a_session_that_ended_is_ended_with_it() ->
         "MCP server 'fx' failed during add (keep-alive ping failed); it is being restarted, try again later"
     )
     assert not server._calls and not call.cancelled()
+
+
+async def test_a_real_cancellation_at_the_same_moment_is_not_swallowed() -> None:
+    """The run is cancelled (or the process stops) in the same step as the session ends: the
+    call's task is cancelled, not answered."""
+    server, call = await _waiting_call()
+    server._end_calls()
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        async with asyncio.timeout(10):
+            await call
+    assert call.cancelled() and not server._calls
 
 
 async def test_a_tool_error_a_slow_call_and_a_tool_not_granted(rt: Runtime, team: Team) -> None:

@@ -159,16 +159,18 @@ class McpServer:
             raise ToolException(f"MCP server '{self.name}' is {self.status}{why}; try again later")
         task = asyncio.current_task()
         assert task is not None
+        base = task.cancelling()
         self._calls.add(task)
         try:
             async with asyncio.timeout(self.call_timeout):
                 return await tool.coroutine(**args)
         except asyncio.CancelledError:
-            if task not in self._cut:
-                raise  # a real cancellation (the run's, the process's): not ours to answer
-            task.uncancel()
+            # Not ours, or ours and a real one (the run's, the process's) in the same step: the
+            # real cancellation goes on.
+            if task not in self._cut or task.uncancel() > base:
+                raise
             raise ToolException(
-                f"MCP server '{self.name}' failed during {tool_name} ({self.error}); "
+                f"MCP server '{self.name}' failed during {tool_name} ({self.error or 'its session ended'}); "
                 "it is being restarted, try again later"
             ) from None
         except ToolException:
