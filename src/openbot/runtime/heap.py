@@ -4,7 +4,7 @@ CPython's cyclic collector runs on the event loop's thread. With LangChain, Lang
 and FastAPI loaded, a process holds ~200,000 objects that live as long as it does (modules,
 classes, schemas, compiled statements and agents), and every full collection walked all of them:
 ~130 ms with the loop stopped, about once every 200 runs, on top of ~120 young collections
-(measured on 200 runs; ``docs/benchmarks.md``, "The garbage collector").
+(measured on 200 runs; ``docs/benchmarks.md``, "A seventh session").
 
 Once the runtime is up, :func:`settle` freezes what exists then (``gc.freeze``: those objects are
 never scanned again, and they would never be freed anyway), and raises the youngest generation's
