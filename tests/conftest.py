@@ -230,8 +230,9 @@ class Team:
         return posted
 
     async def script(self, handle: str, rules: list[dict[str, Any]], **extra: Any) -> None:
-        settings = {"script": rules, **{k: v for k, v in extra.items() if k in ("delay_ms",)}}
-        fields = {k: v for k, v in extra.items() if k not in ("delay_ms",)}
+        model_settings = ("delay_ms", "max_model_calls")
+        settings = {"script": rules, **{k: v for k, v in extra.items() if k in model_settings}}
+        fields = {k: v for k, v in extra.items() if k not in model_settings}
         command = BotUpdate(model="scripted", model_settings=settings, **fields)
         async with self.rt.db.transaction() as s:
             await update_bot(s, handle, command)

@@ -53,3 +53,38 @@ async def test_a_paused_run_says_its_text_before_the_question(team: Team) -> Non
     await team.idle()
     types = [e["type"] for e in (await team.rt.runs.get(run.id))["events"]]
     assert types == ["text", "tool_call", "interrupt", "resumed", "tool_result", "message"]
+
+
+async def test_a_run_stops_at_its_model_call_limit_without_a_reply(team: Team) -> None:
+    """``max_model_calls``: the call past the limit is not made, the run completes with the calls
+    it made and says nothing more (its tool calls and their results are on record)."""
+    await team.script(
+        "engineer",
+        [{"match": ".", "tool_calls": [{"name": "list_bots", "args": {}}], "reply": "done"}],
+        max_model_calls=1,
+    )
+    thread = await team.thread()
+    await team.post(thread, "@engineer who is here?")
+    await team.idle()
+    (run,) = await team.runs(thread)
+    view = await team.rt.runs.get(run.id)
+    assert view["status"] == "completed"
+    assert view["usage"]["model_calls"] == 1
+    assert [e["type"] for e in view["events"]] == ["tool_call", "tool_result"]
+    said = [m["content"] for m in await team.messages(thread) if m["sender"]["handle"] == "engineer"]
+    assert said == []
+
+
+async def test_a_run_within_its_model_call_limit_replies(team: Team) -> None:
+    await team.script(
+        "engineer",
+        [{"match": ".", "tool_calls": [{"name": "list_bots", "args": {}}], "reply": "done"}],
+        max_model_calls=2,
+    )
+    thread = await team.thread()
+    await team.post(thread, "@engineer who is here?")
+    await team.idle()
+    (run,) = await team.runs(thread)
+    view = await team.rt.runs.get(run.id)
+    assert view["usage"]["model_calls"] == 2
+    assert [e["type"] for e in view["events"]] == ["tool_call", "tool_result", "message"]

@@ -3,6 +3,11 @@
 Compiled agents are cached by their shape (the tools, approvals and limits they are built with);
 the run's own model and system prompt are swapped into every model call from the runtime
 context, so one compiled agent serves every run of every bot of that shape.
+
+The run's model-call limit is kept by the same wrapper, counted in the run's context, rather than
+by LangChain's ``ModelCallLimitMiddleware``: that one counts in the graph's state, with a node
+before and one after every model call, and each node is a superstep of the graph (a third of a
+short run's agent time; ``docs/decisions.md``).
 """
 
 from __future__ import annotations
@@ -18,12 +23,12 @@ from langchain.agents.middleware import (
     ContextEditingMiddleware,
     HumanInTheLoopMiddleware,
     InterruptOnConfig,
-    ModelCallLimitMiddleware,
     ModelRequest,
+    ModelResponse,
     ModelRetryMiddleware,
 )
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -37,6 +42,8 @@ from openbot.runtime.tools.registry import ToolRegistry
 from openbot.store.models import BotProfile
 
 _CACHED_AGENTS = 256
+# Marks the message that stands in for a model call past the run's limit (``past_the_limit``).
+_LIMIT_MARK = "openbot_model_call_limit"
 
 
 class AgentCache:
@@ -89,8 +96,7 @@ class AgentCache:
 
     def _middleware(self, limit: int, approvals: tuple[str, ...]) -> list[Any]:
         middleware: list[Any] = [
-            _RunScoped(),
-            ModelCallLimitMiddleware(run_limit=limit, exit_behavior="end"),
+            _RunScoped(limit),
             _ContextEditing(edits=[ClearToolUsesEdit(trigger=self.settings.context_trigger_tokens)]),
             ModelRetryMiddleware(
                 max_retries=2, retry_on=_retryable, on_failure="error", initial_delay=1.0, max_delay=20.0
@@ -117,17 +123,45 @@ class _ContextEditing(ContextEditingMiddleware[Any]):
 
 
 class _RunScoped(AgentMiddleware[Any, RunContext]):
-    """Swap the run's own model and system prompt into every model call of a cached agent."""
+    """Swap the run's own model and system prompt into every model call of a cached agent, and
+    stop the run at its model-call limit.
+
+    A call past the limit is not made: a stand-in message without tool calls takes its place, so
+    the agent ends there (as LangChain's ``ModelCallLimitMiddleware`` with ``exit_behavior="end"``
+    does). The runner counts neither it nor its text (:func:`past_the_limit`). The count is the
+    invocation's, as LangChain's run limit is: a resumed run starts again from zero.
+    """
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
 
     def wrap_model_call(self, request: ModelRequest[RunContext], handler: Callable[..., Any]) -> Any:
         ctx = request.runtime.context
-        return handler(request.override(model=ctx.model, system_message=SystemMessage(ctx.system_prompt)))
+        if ctx.calls.made >= self.limit:
+            return self._stand_in(ctx.calls.made)
+        response = handler(request.override(model=ctx.model, system_message=SystemMessage(ctx.system_prompt)))
+        ctx.calls.made += 1
+        return response
 
     async def awrap_model_call(self, request: ModelRequest[RunContext], handler: Callable[..., Any]) -> Any:
         ctx = request.runtime.context
-        return await handler(
+        if ctx.calls.made >= self.limit:
+            return self._stand_in(ctx.calls.made)
+        response = await handler(
             request.override(model=ctx.model, system_message=SystemMessage(ctx.system_prompt))
         )
+        ctx.calls.made += 1
+        return response
+
+    def _stand_in(self, made: int) -> ModelResponse[Any]:
+        text = f"Model call limits exceeded: run limit ({made}/{self.limit})"
+        return ModelResponse(result=[AIMessage(text, response_metadata={_LIMIT_MARK: True})])
+
+
+def past_the_limit(message: BaseMessage) -> bool:
+    """Whether ``message`` stands in for a model call past the run's limit (no call was made)."""
+    return bool(message.response_metadata.get(_LIMIT_MARK))
 
 
 def _retryable(exc: Exception) -> bool:

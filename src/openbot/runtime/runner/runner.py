@@ -21,7 +21,7 @@ from openbot.core.errors import ModelError, OpenBotError
 from openbot.core.model_errors import classify_model_error
 from openbot.runtime.bus import Bus
 from openbot.runtime.memory.context import snapshot
-from openbot.runtime.runner.agent import AgentCache
+from openbot.runtime.runner.agent import AgentCache, past_the_limit
 from openbot.runtime.runner.bounds import ToolBounds
 from openbot.runtime.runner.checkpoints import DeferredSaver
 from openbot.runtime.runner.models import build_chat_model
@@ -132,7 +132,7 @@ class Runner:
                 events: list[RunEvent] = []
                 for message in (update or {}).get("messages", []) if isinstance(update, dict) else []:
                     if isinstance(message, AIMessage) and node == "model":
-                        final = _on_ai_message(message, outcome, events)
+                        final = None if past_the_limit(message) else _on_ai_message(message, outcome, events)
                     elif isinstance(message, ToolMessage):
                         events.append(("tool_result", _tool_result(message)))
                 await self._record(claim, events)

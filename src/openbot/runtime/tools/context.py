@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -21,6 +21,13 @@ class ToolEnv:
     workspace: WorkspaceGrant | None = None  # the thread's files and shell (tools.workspace)
 
 
+@dataclass
+class ModelCalls:
+    """The model calls an invocation of a run's agent has made (``runner.agent`` keeps the limit)."""
+
+    made: int = 0
+
+
 @dataclass(frozen=True)
 class RunContext:
     """What one run's model calls and tool calls need: injected as LangGraph runtime context."""
@@ -29,3 +36,4 @@ class RunContext:
     model: BaseChatModel
     system_prompt: str
     subagents: Any = None  # the run's SubagentHost (runtime.tools.subagents); None in a sub-agent
+    calls: ModelCalls = field(default_factory=ModelCalls)
