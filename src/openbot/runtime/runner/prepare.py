@@ -23,7 +23,7 @@ from sqlalchemy.orm import aliased
 
 from openbot.config import Settings
 from openbot.core.errors import NotFound
-from openbot.core.history import HistoryMessage, Role, is_scoped, unroll, window_closed, window_rows
+from openbot.core.history import HistoryMessage, Role, Turn, is_scoped, unroll, window_closed, window_rows
 from openbot.core.mentions import is_valid_handle
 from openbot.core.prompt import PromptInput, RosterEntry, render_system_prompt
 from openbot.runtime.delivery.recipients import ACTOR_COLUMNS
@@ -139,7 +139,7 @@ async def prepare(db: Database, settings: Settings, claim: Claim) -> Prepared:
         profile=profile,
         thread=reads.thread,
         system_prompt=prompt,
-        messages=[AIMessage(t.text) if t.role is Role.AI else HumanMessage(t.text) for t in history.turns],
+        messages=_messages_of(history.turns),
         trigger_text=trigger_text,
         trigger_count=len(trigger_msgs),
         resume_value=resume,
@@ -148,6 +148,16 @@ async def prepare(db: Database, settings: Settings, claim: Claim) -> Prepared:
         scoped=history.scoped,
         omitted=history.left_out,
     )
+
+
+def _messages_of(turns: Iterable[Turn]) -> list[BaseMessage]:
+    """The turns as the agent's input. Each has an id of its own (unique in the input, which is all
+    LangGraph's message reducer asks): without one the reducer makes a UUID for every message of
+    the window, on every run."""
+    return [
+        AIMessage(t.text, id=f"turn-{i}") if t.role is Role.AI else HumanMessage(t.text, id=f"turn-{i}")
+        for i, t in enumerate(turns)
+    ]
 
 
 def _tools(profile: BotProfile) -> tuple[str, ...]:

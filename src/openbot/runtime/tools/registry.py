@@ -164,6 +164,8 @@ class ToolRegistry:
     def expand(self, names: Iterable[str]) -> tuple[str, ...]:
         """Tool names for a list of names and groups (``mcp:<server>``), known tools only, in order."""
         wanted = set(names)
+        if not wanted:  # most bots gate no tool: no need to walk the registry
+            return ()
         return tuple(e.name for e in self.entries() if e.name in wanted or wanted.intersection(e.groups))
 
     def for_bot(self, tools: list[str], workspace_access: str, memory_enabled: bool) -> list[BaseTool]:
