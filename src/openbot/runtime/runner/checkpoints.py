@@ -18,6 +18,7 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
 )
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.base import SerializerProtocol
 
 
 class DeferredSaver(BaseCheckpointSaver[str]):
@@ -39,7 +40,7 @@ class DeferredSaver(BaseCheckpointSaver[str]):
     def __init__(self, durable: BaseCheckpointSaver[str]) -> None:
         super().__init__(serde=durable.serde)
         self.durable = durable
-        self.memory = InMemorySaver(serde=durable.serde)
+        self.memory = InMemorySaver(serde=_Kept())
         self._fresh: set[str] = set()  # runs that never paused: nothing durable to look up
 
     def start(self, thread_id: str, *, fresh: bool) -> None:
@@ -136,6 +137,22 @@ class DeferredSaver(BaseCheckpointSaver[str]):
     async def adelete_thread(self, thread_id: str) -> None:
         await self.discard(thread_id)
         await self.durable.adelete_thread(thread_id)
+
+
+class _Kept(SerializerProtocol):
+    """The memory layer's "serializer": values are kept as they are, not encoded.
+
+    Encoding a checkpoint costs a pass over every message of the window (msgpack), for a
+    transcript that is deleted as soon as its run completes. A run's checkpoints live in memory
+    only while its graph runs, and nothing changes them after they are put (the graph has moved on
+    to new values, or stopped); a pause hands them to the durable saver (``persist``), which
+    encodes them then, with the real serializer."""
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        return "kept", obj
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        return data[1]
 
 
 def _key(config: RunnableConfig) -> tuple[str, str, str]:
