@@ -55,9 +55,30 @@ class DeferredSaver(BaseCheckpointSaver[str]):
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         found = await self.memory.aget_tuple(config)
-        if found is not None or self._is_fresh(config):
-            return found
+        if found is not None:
+            return self._copy(found)
+        if self._is_fresh(config):
+            return None
         return await self.durable.aget_tuple(config)
+
+    def _copy(self, kept: CheckpointTuple) -> CheckpointTuple:
+        """A checkpoint read back from memory, as the durable saver would give it back: a copy of
+        its own, through the real serializer. The memory layer keeps the objects it was given
+        (``_Kept``), and a graph that starts from a checkpoint changes what it read (its version
+        maps, messages an approval edits): without the copy it would change the stored one too.
+        No run reads its own checkpoints while it runs (a fresh run finds memory empty, a pause
+        moves them to the durable saver), so this costs the hot path nothing."""
+        serde = self.durable.serde
+
+        def again(value: Any) -> Any:
+            return serde.loads_typed(serde.dumps_typed(value))
+
+        writes = kept.pending_writes
+        return kept._replace(
+            checkpoint=again(kept.checkpoint),
+            metadata=again(kept.metadata),
+            pending_writes=None if writes is None else [(t, c, again(v)) for t, c, v in writes],
+        )
 
     async def alist(
         self,
@@ -68,7 +89,9 @@ class DeferredSaver(BaseCheckpointSaver[str]):
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
         """Both savers' checkpoints, newest first: a resumed run has older ones durable, newer in memory."""
-        found = [t async for t in self.memory.alist(config, filter=filter, before=before, limit=limit)]
+        found = [
+            self._copy(t) async for t in self.memory.alist(config, filter=filter, before=before, limit=limit)
+        ]
         if config is None or not self._is_fresh(config):
             seen = {_key(t.config) for t in found}
             found += [
@@ -95,12 +118,6 @@ class DeferredSaver(BaseCheckpointSaver[str]):
         """Save writes where their checkpoint is: in memory, or durable for the one a run resumed from."""
         saver = self.durable if await self._is_durable_only(config) else self.memory
         await saver.aput_writes(config, writes, task_id, task_path)
-
-    def put_writes(
-        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
-    ) -> None:
-        """Runs are async only (as the base class says, by raising)."""
-        super().put_writes(config, writes, task_id, task_path)
 
     async def _is_durable_only(self, config: RunnableConfig) -> bool:
         # LangGraph may save writes before the checkpoint they belong to (its saves run in the
@@ -143,10 +160,10 @@ class _Kept(SerializerProtocol):
     """The memory layer's "serializer": values are kept as they are, not encoded.
 
     Encoding a checkpoint costs a pass over every message of the window (msgpack), for a
-    transcript that is deleted as soon as its run completes. A run's checkpoints live in memory
-    only while its graph runs, and nothing changes them after they are put (the graph has moved on
-    to new values, or stopped); a pause hands them to the durable saver (``persist``), which
-    encodes them then, with the real serializer."""
+    transcript that is deleted as soon as its run completes. Runs save with ``durability="exit"``:
+    a checkpoint is put once, when the graph stops, and nothing changes it afterwards. A pause
+    hands it to the durable saver (``persist``), which encodes it then, with the real serializer;
+    anything else that reads it back gets an encoded copy (``DeferredSaver._copy``)."""
 
     def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
         return "kept", obj
@@ -160,7 +177,7 @@ def _key(config: RunnableConfig) -> tuple[str, str, str]:
     return conf["thread_id"], conf.get("checkpoint_ns", ""), conf.get("checkpoint_id", "")
 
 
-# LangGraph asks at the start of every invocation whether ``put_writes`` takes ``task_path``, by
-# ``inspect.signature`` (~45 µs a run here). A function's ``__signature__`` is what ``inspect``
-# returns for it, so it is worked out once, here (then ~6 µs).
-DeferredSaver.put_writes.__signature__ = inspect.signature(DeferredSaver.put_writes)  # type: ignore[attr-defined]
+# LangGraph asks at the start of every invocation whether ``aput_writes`` takes ``task_path``, by
+# ``inspect.signature`` (~25–45 µs a run here). A function's ``__signature__`` is what ``inspect``
+# returns for it, so it is worked out once, here.
+DeferredSaver.aput_writes.__signature__ = inspect.signature(DeferredSaver.aput_writes)  # type: ignore[attr-defined]
