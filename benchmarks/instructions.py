@@ -7,9 +7,9 @@ off: the runtime starts, settles its heap as ``openbot serve`` does and makes fi
 then instrumentation is switched on (``callgrind_control``) for ``--hops`` in-process hops (post,
 claim, prepare, agent, finish; no HTTP) and off again. ``short``: a fresh thread; ``long``: the
 10,000-message thread of the hop benchmark. The report is the instructions per hop of each and
-their ratio; repeated runs agree within ~1.5 % (short) to ~3 % (long). ``--baseline`` counts another checkout's ``src``
-(a ``git worktree``) the same way, side by side. Needs valgrind (``apt-get install valgrind``);
-a variant takes about a minute.
+their ratio; repeated runs agree within ~1.5 % (short) to ~3 % (long). ``--baseline`` counts
+another checkout's ``src`` (a ``git worktree``) the same way, side by side. Needs valgrind
+(``apt-get install valgrind``); a variant takes about a minute.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from conftest import Team
 from openbot.runtime.commands import ResumeBody
 
@@ -55,13 +57,22 @@ async def test_a_paused_run_says_its_text_before_the_question(team: Team) -> Non
     assert types == ["text", "tool_call", "interrupt", "resumed", "tool_result", "message"]
 
 
-async def test_a_run_stops_at_its_model_call_limit_without_a_reply(team: Team) -> None:
-    """``max_model_calls``: the call past the limit is not made, the run completes with the calls
-    it made and says nothing more (its tool calls and their results are on record)."""
+@pytest.mark.parametrize(
+    ("limit", "calls", "events", "said"),
+    [
+        (1, 1, ["tool_call", "tool_result"], []),  # the call past the limit is not made; no reply
+        (2, 2, ["tool_call", "tool_result", "message"], ["done"]),
+    ],
+)
+async def test_a_run_stops_at_its_model_call_limit(
+    team: Team, limit: int, calls: int, events: list[str], said: list[str]
+) -> None:
+    """``max_model_calls``: a run completes with the calls it made; past its limit it says
+    nothing more (its tool calls and their results are on record)."""
     await team.script(
         "engineer",
         [{"match": ".", "tool_calls": [{"name": "list_bots", "args": {}}], "reply": "done"}],
-        max_model_calls=1,
+        max_model_calls=limit,
     )
     thread = await team.thread()
     await team.post(thread, "@engineer who is here?")
@@ -69,22 +80,6 @@ async def test_a_run_stops_at_its_model_call_limit_without_a_reply(team: Team) -
     (run,) = await team.runs(thread)
     view = await team.rt.runs.get(run.id)
     assert view["status"] == "completed"
-    assert view["usage"]["model_calls"] == 1
-    assert [e["type"] for e in view["events"]] == ["tool_call", "tool_result"]
-    said = [m["content"] for m in await team.messages(thread) if m["sender"]["handle"] == "engineer"]
-    assert said == []
-
-
-async def test_a_run_within_its_model_call_limit_replies(team: Team) -> None:
-    await team.script(
-        "engineer",
-        [{"match": ".", "tool_calls": [{"name": "list_bots", "args": {}}], "reply": "done"}],
-        max_model_calls=2,
-    )
-    thread = await team.thread()
-    await team.post(thread, "@engineer who is here?")
-    await team.idle()
-    (run,) = await team.runs(thread)
-    view = await team.rt.runs.get(run.id)
-    assert view["usage"]["model_calls"] == 2
-    assert [e["type"] for e in view["events"]] == ["tool_call", "tool_result", "message"]
+    assert view["usage"]["model_calls"] == calls
+    assert [e["type"] for e in view["events"]] == events
+    assert [m["content"] for m in await team.messages(thread) if m["sender"]["handle"] == "engineer"] == said

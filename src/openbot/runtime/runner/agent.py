@@ -6,7 +6,7 @@ context, so one compiled agent serves every run of every bot of that shape.
 
 The run's model-call limit is kept by the same wrapper, counted in the run's context, rather than
 by LangChain's ``ModelCallLimitMiddleware``: that one counts in the graph's state, with a node
-before and one after every model call, and each node is a superstep of the graph (a third of a
+before and one after every model call, and each node is a superstep of the graph (a quarter of a
 short run's agent time; ``docs/decisions.md``).
 """
 
