@@ -103,7 +103,7 @@ async def test_a_call_the_server_dies_in_fails_at_once_and_the_run_goes_on(
     await team.idle()
     # The model read a clear error (not the call timeout's) and the run went on.
     assert (await team.messages(thread))[-1]["content"] == (
-        "MCP server 'fx' failed during slow (McpError: Connection closed); "
+        "MCP server 'fx' failed during slow (connection closed (the server process exited?)); "
         "it is being restarted, try again later"
     )
     runs = await team.runs(thread)
@@ -124,6 +124,20 @@ async def _waiting_call() -> tuple[mcp.McpServer, asyncio.Task[object]]:
     call = asyncio.create_task(server.call("add", {}))
     await until(lambda: bool(server._calls))  # the call is waiting on the session
     return server, call
+
+
+def test_a_closed_connection_reads_the_same_however_it_showed() -> None:
+    """A ping sent after the connection closed meets the closed stream; one sent just before is
+    answered "Connection closed" by the client: which one is a race, the reason is not."""
+    from anyio import ClosedResourceError
+    from mcp.shared.exceptions import McpError
+    from mcp.types import CONNECTION_CLOSED, ErrorData
+
+    assert mcp.CONNECTION_CLOSED == CONNECTION_CLOSED
+    answered = McpError(ErrorData(code=CONNECTION_CLOSED, message="Connection closed"))
+    assert mcp.describe(answered) == mcp.describe(ClosedResourceError()) == mcp.CLOSED
+    other = McpError(ErrorData(code=-32601, message="Method not found"))
+    assert mcp.describe(other) == "McpError: Method not found"
 
 
 async def test_a_call_left_waiting_on_a_session_that_ended_is_ended_with_it() -> None:

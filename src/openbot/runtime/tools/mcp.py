@@ -211,12 +211,27 @@ def _proxy(server: McpServer, tool: BaseTool) -> BaseTool:
     )
 
 
+# What the MCP client answers the requests still waiting when its connection closes
+# (``mcp.types.CONNECTION_CLOSED``; the client stack is imported only when a server starts).
+CONNECTION_CLOSED = -32000
+CLOSED = "connection closed (the server process exited?)"
+
+
 def describe(exc: BaseException) -> str:
-    """A one-line reason, unwrapping exception groups to their first leaf."""
+    """A one-line reason, unwrapping exception groups to their first leaf.
+
+    A closed connection reads the same however it showed: a request sent after it closed fails on
+    the closed stream, one sent before is answered "Connection closed" by the client (which of the
+    two a keep-alive ping meets is a race with the client's reading of the end of the stream)."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     if isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError | anyio.EndOfStream):
-        return "connection closed (the server process exited?)"
+        return CLOSED
+    if (
+        type(exc).__name__ == "McpError"
+        and getattr(getattr(exc, "error", None), "code", None) == CONNECTION_CLOSED
+    ):
+        return CLOSED
     text = str(exc).strip() or type(exc).__name__
     return f"{type(exc).__name__}: {text}" if text != type(exc).__name__ else text
 
