@@ -7,9 +7,12 @@ off: the runtime starts, settles its heap as ``openbot serve`` does and makes fi
 then instrumentation is switched on (``callgrind_control``) for ``--hops`` in-process hops (post,
 claim, prepare, agent, finish; no HTTP) and off again. ``short``: a fresh thread; ``long``: the
 10,000-message thread of the hop benchmark. The report is the instructions per hop of each and
-their ratio; repeated runs agree within ~1.5 % (short) to ~3 % (long). ``--baseline`` counts
-another checkout's ``src`` (a ``git worktree``) the same way, side by side. Needs valgrind
-(``apt-get install valgrind``); a variant takes about a minute.
+their ratio; repeated runs agree within ~1.5 % (short) to ~3 % (long). Background work that runs
+by the wall clock (maintenance, lease renewals) is counted too, and under valgrind a hop takes
+~50 times longer, so absolute counts drift with the machine's load (~8 % over an afternoon):
+compare builds measured together. ``--baseline`` counts another checkout's ``src`` (a ``git
+worktree``) the same way, right after. Needs valgrind (``apt-get install valgrind``); a variant
+takes about a minute.
 """
 
 from __future__ import annotations
