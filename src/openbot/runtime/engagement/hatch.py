@@ -7,23 +7,31 @@ show as triggers in ``/runs/{id}/context``).
 
 from __future__ import annotations
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import and_, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from openbot.store.models import Disposition, Message
 
-LOOK_BACK = 10  # the bot's latest dispositions in the thread that are searched
+LOOK_BACK = 10  # the thread's latest messages whose dispositions for the bot are searched
 
-_RECENT = (
-    select(Disposition.message_id, Disposition.disposition, Disposition.pending, Message.sender_id)
-    .join(Message, Message.id == Disposition.message_id)
-    .where(
-        Disposition.thread_id == bindparam("thread_id"),
-        Disposition.bot_id == bindparam("bot_id"),
-        Disposition.message_id != bindparam("message_id"),
-    )
-    .order_by(Disposition.id.desc())
+# A bot taking part in a thread gets a disposition for every message posted there (invariant 13),
+# so its latest dispositions in the thread are those on the thread's latest messages: found by
+# message (``uq_dispositions_message_bot``), never by scanning the thread, and bounded even for a
+# bot that has none there yet.
+_LATEST = (
+    select(Message.id, Message.sender_id)
+    .where(Message.thread_id == bindparam("thread_id"), Message.id != bindparam("message_id"))
+    .order_by(Message.id.desc())
     .limit(LOOK_BACK)
+    .subquery()
+)
+_RECENT = (
+    select(Disposition.message_id, Disposition.disposition, Disposition.pending, _LATEST.c.sender_id)
+    .select_from(_LATEST)
+    .join(
+        Disposition, and_(Disposition.message_id == _LATEST.c.id, Disposition.bot_id == bindparam("bot_id"))
+    )
+    .order_by(_LATEST.c.id.desc())
 )
 
 

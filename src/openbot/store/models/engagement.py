@@ -44,7 +44,6 @@ class Disposition(Base):
     __table_args__ = (
         CheckConstraint("disposition in ('engage', 'observe', 'ignore')", name="ck_disposition"),
         Index("uq_dispositions_message_bot", "message_id", "bot_id", unique=True),
-        Index("ix_dispositions_thread_bot", "thread_id", "bot_id", "id"),
         Index(
             "ix_dispositions_pending",
             "pending",
