@@ -217,3 +217,32 @@ def test_in_lists_bind_as_sqlalchemy_renders_them_whatever_their_lengths(dialect
         else:
             assert values == [expected.parameters[n] for n in expected.positiontup or ()]
     assert sorted(compiled.expansions) == [(0, 3), (1, 0), (2, 1)]  # (2, 1) rendered once for three calls
+
+
+async def test_rows_that_share_a_value_each_read_back_their_own(rt: Runtime, team: Team) -> None:
+    """A multi-row INSERT binds a value once while the next row holds the very same object
+    (``_Rows.params``): rows that share one, change it and go back to it still read back each
+    their own."""
+    thread = await team.thread()
+    first, second = datetime(2026, 12, 1, 9, 0, tzinfo=UTC), datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
+    shared = {"kind": "shared"}
+    plan = [(first, shared), (first, shared), (second, {"kind": "own"}), (first, shared), (second, None)]
+    messages = [
+        Message(
+            id=new_id("msg"),
+            thread_id=thread,
+            sender_id=None,
+            content=f"row {i}",
+            mentions=[],
+            hop=i,
+            metadata_=meta,
+            created_at=stamp,
+        )
+        for i, (stamp, meta) in enumerate(plan)
+    ]
+    async with rt.db.transaction() as s:
+        await fast.insert(s, *messages)
+    async with rt.db.read() as s:
+        rows = (await s.execute(select(Message).where(Message.hop.in_(range(len(plan)))))).scalars().all()
+        got = {m.content: (m.created_at, m.metadata_) for m in rows if m.thread_id == thread}
+    assert got == {f"row {i}": (stamp, meta or {}) for i, (stamp, meta) in enumerate(plan)}

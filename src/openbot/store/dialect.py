@@ -167,7 +167,7 @@ class PostgresDialect(Dialect):
         shape = fast.rows_of(fast.table_of(ActivityLog), sa_dialect)
         for start in range(0, len(activity), fast.CHUNK):
             chunk = activity[start : start + fast.CHUNK]
-            values = [value for row in chunk for value in shape.values(row, fast.attribute)]
+            values = shape.params(chunk, fast.attribute)
             statements.append((shape.sql(len(chunk), returning=True), values))
             chunks.append(chunk)
         head = {"key": _JOURNAL_LOCK, "channel": CHANNEL, "payload": announcement_of(session, sender)}
@@ -310,7 +310,7 @@ def _append_sqlite(session: Session, cls: type[Base], rows: Sequence[Any]) -> No
     sqlite = _sqlite(connection.connection.driver_connection)
     for start in range(0, len(rows), fast.CHUNK):
         chunk = rows[start : start + fast.CHUNK]
-        params = [value for row in chunk for value in shape.values(row, fast.attribute)]
+        params = shape.params(chunk, fast.attribute)
         sql = shape.sql(len(chunk), returning=True)
         ids = sorted(row[0] for row in sqlite.execute(sql, params))
         driver.sent(sql, params)
