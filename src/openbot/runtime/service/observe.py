@@ -16,6 +16,7 @@ from openbot.runtime.memory.service import MemoryIndexStatus, index_status
 from openbot.runtime.scheduler.system import ActorSystem
 from openbot.runtime.scope import StreamScope, member_threads
 from openbot.runtime.views import ActivityView, activity_view
+from openbot.store import fast
 from openbot.store.db import Database
 from openbot.store.journal import journal_floor, journal_head, read_journal
 from openbot.store.models import ActivityLog, Actor, Event, InboxItem, Run
@@ -27,6 +28,27 @@ class StatusView(TypedDict):
     workers: int
     backend: str
     memory: MemoryIndexStatus
+
+
+# What ``status`` counts, in-flight work only: both read indexes, never every run or item ever.
+_RUN_COUNTS = fast.Sql(
+    select(Run.status, func.count().label("n"))
+    .where(Run.status.in_((*IN_FLIGHT_RUNS, RunStatus.WAITING_HUMAN)))
+    .group_by(Run.status)
+)
+_WAITING = select(Run.bot_id, Run.thread_id).where(Run.status == RunStatus.WAITING_HUMAN).subquery()
+_PARKED = _WAITING.c.bot_id.is_not(None)
+_MAIL_COUNTS = fast.Sql(
+    select(InboxItem.status, InboxItem.kind, _PARKED.label("parked"), func.count().label("n"))
+    .outerjoin(
+        _WAITING, (_WAITING.c.bot_id == InboxItem.actor_id) & (_WAITING.c.thread_id == InboxItem.thread_id)
+    )
+    # By bot, then status: SQLite seeks ix_inbox_actor_status for each instead of scanning the table.
+    .where(
+        InboxItem.actor_id.in_(select(Actor.id).where(Actor.kind == "bot")), InboxItem.status.in_(OPEN_ITEMS)
+    )
+    .group_by(InboxItem.status, InboxItem.kind, _PARKED)
+)
 
 
 @dataclass(frozen=True)
@@ -54,31 +76,15 @@ class Observer:
         self.bus.listen(fanout.publish)
 
     async def status(self) -> StatusView:
-        async with self.db.read() as s:
-            run_counts = dict((await s.execute(select(Run.status, func.count()).group_by(Run.status))).all())
-            waiting = (
-                select(Run.bot_id, Run.thread_id).where(Run.status == RunStatus.WAITING_HUMAN).subquery()
-            )
-            parked = waiting.c.bot_id.is_not(None)
-            rows = (
-                await s.execute(
-                    select(InboxItem.status, InboxItem.kind, parked, func.count())
-                    .join(Actor, Actor.id == InboxItem.actor_id)
-                    .outerjoin(
-                        waiting,
-                        (waiting.c.bot_id == InboxItem.actor_id)
-                        & (waiting.c.thread_id == InboxItem.thread_id),
-                    )
-                    .where(Actor.kind == "bot", InboxItem.status.in_(OPEN_ITEMS))
-                    .group_by(InboxItem.status, InboxItem.kind, parked)
-                )
-            ).all()
+        async with self.db.reader() as r:
+            runs, mail = await fast.execute_all(r, [(_RUN_COUNTS, {}), (_MAIL_COUNTS, {})])
+        run_counts = {row.status: row.n for row in runs}
         mailboxes = {"queued": 0, "processing": 0, "parked": 0}
-        for item_status, kind, is_parked, count in rows:
-            if item_status == ItemStatus.QUEUED and is_parked and kind == ItemKind.MESSAGE:
-                mailboxes["parked"] += int(count)
+        for row in mail:
+            if row.status == ItemStatus.QUEUED and row.parked and row.kind == ItemKind.MESSAGE:
+                mailboxes["parked"] += int(row.n)
             else:
-                mailboxes[item_status] += int(count)
+                mailboxes[row.status] += int(row.n)
         return {
             "runs": {str(k): int(run_counts.get(k, 0)) for k in (*IN_FLIGHT_RUNS, RunStatus.WAITING_HUMAN)},
             "mailboxes": mailboxes,

@@ -1,0 +1,45 @@
+"""Reads that run often and must not grow with the tables: SQLite's plan for each seeks an index
+instead of scanning a table whose every row ever written it would otherwise visit."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.dialects import sqlite
+
+from openbot.runtime.engagement.hatch import _RECENT
+from openbot.runtime.service.observe import _MAIL_COUNTS, _RUN_COUNTS
+from openbot.store.migrate import upgrade
+
+
+@pytest.fixture(scope="module")
+def database(tmp_path_factory: pytest.TempPathFactory) -> sqlite3.Connection:
+    path = Path(tmp_path_factory.mktemp("plans")) / "openbot.db"
+    upgrade(f"sqlite:///{path}")
+    return sqlite3.connect(path)
+
+
+def plan(database: sqlite3.Connection, stmt: Any, **params: Any) -> list[str]:
+    text = str(
+        stmt.params(**params).compile(dialect=sqlite.dialect(), compile_kwargs={"literal_binds": True})
+    )
+    return [row[3] for row in database.execute(f"EXPLAIN QUERY PLAN {text}")]
+
+
+@pytest.mark.parametrize(
+    ("name", "stmt", "params"),
+    [
+        ("status: runs in flight", _RUN_COUNTS.statement, {}),
+        ("status: open mail", _MAIL_COUNTS.statement, {}),
+        ("escape hatch", _RECENT, {"thread_id": "thr_1", "message_id": "msg_1", "bot_id": "bot_1"}),
+    ],
+)
+def test_a_frequent_read_seeks_an_index(
+    database: sqlite3.Connection, name: str, stmt: Any, params: dict[str, Any]
+) -> None:
+    steps = plan(database, stmt, **params)
+    scans = [s for s in steps if s.startswith("SCAN") and "actors" not in s and "anon_" not in s]
+    assert scans == [], f"{name}: {steps}"
