@@ -115,15 +115,24 @@ def count(which: str, hops: int, template: Path, src: Path | None = None) -> int
         return max(totals) // hops
 
 
+def _seed(template: Path, src: Path | None) -> None:
+    """The long thread's data, written by the build that will read it."""
+    env = {**os.environ, "OPENBOT_FORBID_REAL_MODELS": "1"}
+    if src is not None:
+        env["PYTHONPATH"] = str(src / "src")
+    command = [sys.executable, "-m", "benchmarks.instructions", "--seed", str(template)]
+    subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
+
+
 def run(hops: int, baseline: Path | None) -> dict[str, Any]:
     if shutil.which("valgrind") is None:
         return {"skipped": "valgrind is not installed (apt-get install valgrind)"}
     with tempfile.TemporaryDirectory(prefix="openbot-instr-long-") as tmp:
-        template = Path(tmp) / "data"
-        asyncio.run(hop.seed_long_thread(template))
         report: dict[str, Any] = {"hops": hops, "unit": "instructions per in-process hop"}
         builds = {"this": None, **({"baseline": baseline} if baseline else {})}
         for name, src in builds.items():
+            template = Path(tmp) / name / "data"  # each build's own schema (its migrations)
+            _seed(template, src)
             short, long = count("short", hops, template, src), count("long", hops, template, src)
             report[name] = {"short": short, "long": long, "long_over_short": round(long / short, 3)}
         if baseline:
@@ -141,7 +150,11 @@ def main() -> None:
     parser.add_argument("--child", choices=["short", "long"], help=argparse.SUPPRESS)
     parser.add_argument("--template", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--marks", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--seed", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.seed:
+        asyncio.run(hop.seed_long_thread(args.seed))
+        return
     if args.child:
         asyncio.run(_child(args.child, args.hops, args.template, args.marks))
         return
