@@ -20,7 +20,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from langchain_core.messages import HumanMessage
-from sqlalchemy import select, update
+from sqlalchemy import select, true, update
 
 from openbot.core.gate_input import Line, prompt
 from openbot.core.scheduling import ItemKind
@@ -35,6 +35,14 @@ from openbot.store.models import Actor, BotProfile, Disposition, Message
 log = logging.getLogger(__name__)
 
 BATCH = 20
+# The oldest pending candidates: ``pending = 1`` on SQLite, as ix_dispositions_pending is predicated
+# (a partial index serves only a term SQLite can match; ``IS 1`` made every pass scan the table).
+PENDING = (
+    select(Disposition.id, Disposition.message_id, Disposition.thread_id, Disposition.bot_id)
+    .where(Disposition.pending == true())
+    .order_by(Disposition.id)
+    .limit(BATCH)
+)
 HISTORY = 30
 
 
@@ -73,12 +81,7 @@ class Tier2:
 
     async def _pending(self) -> list[Candidate]:
         async with self.db.read() as s:
-            rows = await s.execute(
-                select(Disposition.id, Disposition.message_id, Disposition.thread_id, Disposition.bot_id)
-                .where(Disposition.pending.is_(True))
-                .order_by(Disposition.id)
-                .limit(BATCH)
-            )
+            rows = await s.execute(PENDING)
             return [Candidate(*row) for row in rows]
 
     def _within_budget(self, thread_id: str) -> bool:

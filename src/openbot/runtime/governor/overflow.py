@@ -21,19 +21,20 @@ from openbot.store.models import Actor, BotProfile, InboxItem
 if TYPE_CHECKING:
     from openbot.runtime.scheduler.system import ActorSystem
 
-_OVER = (
-    select(InboxItem.actor_id)
-    .join(BotProfile, BotProfile.actor_id == InboxItem.actor_id)
-    .where(InboxItem.status == ItemStatus.QUEUED)
-    .group_by(InboxItem.actor_id, BotProfile.max_queued)
-    .having(func.count() > BotProfile.max_queued)
+# Asked bot by bot (ix_inbox_actor_status: a seek per bot and a count of its queued items), not by
+# grouping every item ever queued: the table keeps every handled item.
+_QUEUED = (
+    select(func.count())
+    .where(InboxItem.actor_id == BotProfile.actor_id, InboxItem.status == ItemStatus.QUEUED)
+    .scalar_subquery()
 )
+OVER = select(BotProfile.actor_id).where(_QUEUED > BotProfile.max_queued)
 
 
 async def shed_overflow(system: ActorSystem) -> list[str]:
     """Shed every over-full mailbox down to its bound; returns the bots whose mail was dropped."""
     async with system.db.read() as s:
-        over = list(await s.scalars(_OVER))
+        over = list(await s.scalars(OVER))
     shed: list[str] = []
     for bot_id in over:
         async with system.db.transaction() as s:

@@ -46,8 +46,8 @@ class Disposition(Base):
         Index("uq_dispositions_message_bot", "message_id", "bot_id", unique=True),
         Index(
             "ix_dispositions_pending",
-            "pending",
-            sqlite_where=text("pending"),
+            "id",
+            sqlite_where=text("pending = 1"),
             postgresql_where=text("pending"),
         ),
     )
