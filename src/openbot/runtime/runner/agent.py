@@ -96,8 +96,7 @@ class AgentCache:
 
     def _middleware(self, limit: int, approvals: tuple[str, ...]) -> list[Any]:
         middleware: list[Any] = [
-            _RunScoped(limit),
-            _ContextEditing(edits=[ClearToolUsesEdit(trigger=self.settings.context_trigger_tokens)]),
+            _RunScoped(limit, ClearToolUsesEdit(trigger=self.settings.context_trigger_tokens)),
             ModelRetryMiddleware(
                 max_retries=2, retry_on=_retryable, on_failure="error", initial_delay=1.0, max_delay=20.0
             ),
@@ -114,33 +113,44 @@ class _ContextEditing(ContextEditingMiddleware[Any]):
     decide whether to edit it. Below every edit's trigger (by the same approximate count it uses)
     no edit applies, so the call goes straight through without the copy."""
 
-    async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+    def _small(self, request: Any) -> bool:
         lowest = min((getattr(edit, "trigger", 0) for edit in self.edits), default=0)
         approximate = self.token_count_method == "approximate"
-        if approximate and count_tokens_approximately(request.messages) <= lowest:
+        return approximate and count_tokens_approximately(request.messages) <= lowest
+
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        return handler(request) if self._small(request) else super().wrap_model_call(request, handler)
+
+    async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+        if self._small(request):
             return await handler(request)
         return await super().awrap_model_call(request, handler)
 
 
 class _RunScoped(AgentMiddleware[Any, RunContext]):
-    """Swap the run's own model and system prompt into every model call of a cached agent, and
-    stop the run at its model-call limit.
+    """Swap the run's own model and system prompt into every model call of a cached agent, edit
+    the context once it is large, and stop the run at its model-call limit.
 
     A call past the limit is not made: a stand-in message without tool calls takes its place, so
     the agent ends there (as LangChain's ``ModelCallLimitMiddleware`` with ``exit_behavior="end"``
     does). The runner counts neither it nor its text (:func:`past_the_limit`). The count is the
     invocation's, as LangChain's run limit is: a resumed run starts again from zero.
+
+    Context editing (:class:`_ContextEditing`) runs inside this middleware rather than as one of
+    its own: one layer, and one traced hook, less on every model call.
     """
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, edit: ClearToolUsesEdit) -> None:
         super().__init__()
         self.limit = limit
+        self.editing = _ContextEditing(edits=[edit])
 
     def wrap_model_call(self, request: ModelRequest[RunContext], handler: Callable[..., Any]) -> Any:
         ctx = request.runtime.context
         if ctx.calls.made >= self.limit:
             return self._stand_in(ctx.calls.made)
-        response = handler(request.override(model=ctx.model, system_message=SystemMessage(ctx.system_prompt)))
+        request = request.override(model=ctx.model, system_message=SystemMessage(ctx.system_prompt))
+        response = self.editing.wrap_model_call(request, handler)
         ctx.calls.made += 1
         return response
 
@@ -148,9 +158,8 @@ class _RunScoped(AgentMiddleware[Any, RunContext]):
         ctx = request.runtime.context
         if ctx.calls.made >= self.limit:
             return self._stand_in(ctx.calls.made)
-        response = await handler(
-            request.override(model=ctx.model, system_message=SystemMessage(ctx.system_prompt))
-        )
+        request = request.override(model=ctx.model, system_message=SystemMessage(ctx.system_prompt))
+        response = await self.editing.awrap_model_call(request, handler)
         ctx.calls.made += 1
         return response
 
