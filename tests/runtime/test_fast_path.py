@@ -246,3 +246,30 @@ async def test_rows_that_share_a_value_each_read_back_their_own(rt: Runtime, tea
         rows = (await s.execute(select(Message).where(Message.hop.in_(range(len(plan)))))).scalars().all()
         got = {m.content: (m.created_at, m.metadata_) for m in rows if m.thread_id == thread}
     assert got == {f"row {i}": (stamp, meta or {}) for i, (stamp, meta) in enumerate(plan)}
+
+
+async def test_objects_of_a_failed_transaction_are_rolled_back_in_the_orm_too(
+    rt: Runtime, team: Team
+) -> None:
+    """A transaction that raises rolls back the ORM's side as well as the database's: an object it
+    added and flushed is transient again, so a later transaction that adds it inserts it."""
+    thread = await team.thread()
+    message = Message(
+        id=new_id("msg"),
+        thread_id=thread,
+        sender_id=None,
+        content="again",
+        mentions=[],
+        hop=0,
+        metadata_={},
+        created_at=datetime(2026, 12, 1, 9, 0, tzinfo=UTC),
+    )
+    with pytest.raises(RuntimeError):
+        async with rt.db.transaction() as s:
+            s.add(message)
+            await s.flush()
+            raise RuntimeError("the body fails after the flush")
+    async with rt.db.transaction() as s:
+        s.add(message)
+    async with rt.db.read() as s:
+        assert await s.get(Message, message.id) is not None

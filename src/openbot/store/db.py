@@ -35,6 +35,15 @@ def _commit_and_close(session: Session) -> None:
         session.close()
 
 
+def _roll_back_and_close(session: Session) -> None:
+    """The ORM's rollback, not only the connection's (which ``close`` alone does): objects the
+    transaction added go back to transient, changed ones are expired, the rollback events fire."""
+    try:
+        session.rollback()
+    finally:
+        session.close()
+
+
 def normalise_url(url: str) -> str:
     """Accept plain ``postgresql://`` and ``sqlite:///`` URLs and pick the async drivers."""
     parsed = make_url(url)
@@ -117,7 +126,7 @@ class Database:
         try:
             yield session
         except BaseException:
-            await greenlet_spawn(session.sync_session.close)  # rolls back
+            await greenlet_spawn(_roll_back_and_close, session.sync_session)
             raise
         await greenlet_spawn(_commit_and_close, session.sync_session)
 
