@@ -12,7 +12,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from conftest import Team
 from openbot.core.ids import new_id
 from openbot.runtime.engine import Runtime
-from openbot.store import driver, fast
+from openbot.store import driver, fast, inserts
 from openbot.store.models import Message
 
 _BY_THREAD = fast.Sql(
@@ -38,7 +38,7 @@ async def test_fast_path_rows_read_back_through_the_orm_and_back(rt: Runtime, te
         created_at=stamp,
     )
     async with rt.db.transaction() as s:
-        await fast.insert(s, message)
+        await inserts.insert(s, message)
         await fast.execute(s, _BUMP, {"id": message.id})  # sees the insert: same transaction
     async with rt.db.read() as s:
         loaded = await s.get(Message, message.id)
@@ -105,16 +105,16 @@ async def test_writes_held_for_one_round_trip_come_before_every_read_and_the_com
     thread = await team.thread()
     first, second = _message(thread, "one"), _message(thread, "two")
     async with rt.db.transaction() as s:
-        await fast.insert(s, first)
+        await inserts.insert(s, first)
         await fast.execute(s, _BUMP, {"id": first.id})
         rows = await fast.execute(s, _BY_THREAD, {"thread_id": thread, "ids": [first.id]})
         assert [(row.id, row.hop) for row in rows] == [(first.id, 1)]  # a fast read sees both
-        await fast.insert(s, second)
+        await inserts.insert(s, second)
         assert await s.get(Message, second.id) is not None  # and so does the ORM
     with pytest.raises(RuntimeError):
         async with rt.db.transaction() as s:
             dropped = _message(thread, "dropped")
-            await fast.insert(s, dropped)
+            await inserts.insert(s, dropped)
             raise RuntimeError("changed my mind")
     async with rt.db.read() as s:
         contents = (await s.scalars(select(Message.content).where(Message.thread_id == thread))).all()
@@ -127,17 +127,17 @@ async def test_a_held_write_that_fails_fails_its_transaction_with_the_usual_erro
     thread = await team.thread()
     taken = _message(thread, "first")
     async with rt.db.transaction() as s:
-        await fast.insert(s, taken)
+        await inserts.insert(s, taken)
     after = _message(thread, "never written")
     with pytest.raises(IntegrityError):
         async with rt.db.transaction() as s:
-            await fast.insert(s, after)
-            await fast.insert(s, _message(thread, "duplicate", message_id=taken.id))
+            await inserts.insert(s, after)
+            await inserts.insert(s, _message(thread, "duplicate", message_id=taken.id))
     async with rt.db.read() as s:
         contents = (await s.scalars(select(Message.content).where(Message.thread_id == thread))).all()
     assert contents == ["first"]  # nothing of the failed transaction was written
     async with rt.db.transaction() as s:  # and the connection it used works as before
-        await fast.insert(s, _message(thread, "later"))
+        await inserts.insert(s, _message(thread, "later"))
 
 
 async def test_reads_sent_together_come_back_in_order_after_the_held_writes(rt: Runtime, team: Team) -> None:
@@ -149,7 +149,7 @@ async def test_reads_sent_together_come_back_in_order_after_the_held_writes(rt: 
     driver.trip_listeners.append(trips.append)
     try:
         async with rt.db.transaction() as s:
-            await fast.insert(s, first, second)
+            await inserts.insert(s, first, second)
             await fast.execute(s, _BUMP, {"id": second.id})
             trips.clear()
             bumped, unbumped = await fast.execute_all(
@@ -177,7 +177,7 @@ async def test_a_held_row_lock_is_taken_before_the_read_it_travels_with(rt: Runt
     thread = await team.thread()
     row = _message(thread, "locked")
     async with rt.db.transaction() as s:
-        await fast.insert(s, row)
+        await inserts.insert(s, row)
     lock = fast.Sql(select(Message.id).where(Message.id == bindparam("id")).with_for_update())
     async with rt.db.transaction() as s:
         await fast.hold(s, lock, {"id": row.id})
@@ -241,7 +241,7 @@ async def test_rows_that_share_a_value_each_read_back_their_own(rt: Runtime, tea
         for i, (stamp, meta) in enumerate(plan)
     ]
     async with rt.db.transaction() as s:
-        await fast.insert(s, *messages)
+        await inserts.insert(s, *messages)
     async with rt.db.read() as s:
         rows = (await s.execute(select(Message).where(Message.hop.in_(range(len(plan)))))).scalars().all()
         got = {m.content: (m.created_at, m.metadata_) for m in rows if m.thread_id == thread}

@@ -18,7 +18,7 @@ from openbot.runtime.governor.disposals import Reason, dispose_queued
 from openbot.runtime.runner.scripted import validate_script
 from openbot.runtime.runner.scripted_jobs import validate_jobs
 from openbot.runtime.views import bot_view
-from openbot.store import fast
+from openbot.store import fast, inserts
 from openbot.store.db import now
 from openbot.store.journal import append_event, log_activity
 from openbot.store.models import Actor, BotProfile, ExternalProfile, Run
@@ -93,7 +93,9 @@ async def get_actor(session: AsyncSession, handle: str, *, kind: str | None = No
 
 
 ACTOR_ROW = fast.Sql(  # a live actor by handle (binds handle)
-    select(*fast.table_of(Actor).columns).where(Actor.handle == bindparam("handle"), Actor.deleted.is_(False))
+    select(*inserts.table_of(Actor).columns).where(
+        Actor.handle == bindparam("handle"), Actor.deleted.is_(False)
+    )
 )
 
 

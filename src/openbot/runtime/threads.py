@@ -15,7 +15,7 @@ from openbot.runtime.commands import ThreadCreate
 from openbot.runtime.governor.disposals import Reason, dispose_queued
 from openbot.runtime.team import ACTOR_ROW, get_actor
 from openbot.runtime.views import MessageView, ThreadView, message_view, thread_view
-from openbot.store import fast
+from openbot.store import fast, inserts
 from openbot.store.db import now
 from openbot.store.journal import append_event, log_activity
 from openbot.store.models import Actor, InboxItem, Message, Thread, ThreadParticipant
@@ -28,7 +28,7 @@ async def get_thread(session: AsyncSession, thread_id: str) -> Thread:
     return thread
 
 
-_THREAD_ROW = fast.Sql(select(*fast.table_of(Thread).columns).where(Thread.id == bindparam("thread_id")))
+_THREAD_ROW = fast.Sql(select(*inserts.table_of(Thread).columns).where(Thread.id == bindparam("thread_id")))
 
 
 async def thread_and_actor(session: AsyncSession, thread_id: str, handle: str) -> tuple[Thread, Actor | None]:

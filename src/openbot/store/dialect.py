@@ -21,7 +21,7 @@ from sqlalchemy import Select, bindparam, event, make_url, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.orm import Session
 
-from openbot.store import driver, fast
+from openbot.store import driver, fast, inserts
 from openbot.store.inline_sqlite import sqlite_of
 from openbot.store.memory_index import Fts5Index, LexicalIndex, TsvectorIndex
 from openbot.store.message_index import Fts5MessageIndex, MessageIndex, TsvectorMessageIndex
@@ -164,10 +164,10 @@ class PostgresDialect(Dialect):
         sa_dialect = connection.dialect
         chunks: list[Sequence[Any]] = []
         statements: list[tuple[str, Any]] = []
-        shape = fast.rows_of(fast.table_of(ActivityLog), sa_dialect)
-        for start in range(0, len(activity), fast.CHUNK):
-            chunk = activity[start : start + fast.CHUNK]
-            values = shape.params(chunk, fast.attribute)
+        shape = inserts.rows_of(inserts.table_of(ActivityLog), sa_dialect)
+        for start in range(0, len(activity), inserts.CHUNK):
+            chunk = activity[start : start + inserts.CHUNK]
+            values = shape.params(chunk, inserts.attribute)
             statements.append((shape.sql(len(chunk), returning=True), values))
             chunks.append(chunk)
         head = {"key": _JOURNAL_LOCK, "channel": CHANNEL, "payload": announcement_of(session, sender)}
@@ -306,11 +306,11 @@ def _append_sqlite(session: Session, cls: type[Base], rows: Sequence[Any]) -> No
     """
     session.flush()  # every other write of the transaction first
     connection = session.connection()
-    shape = fast.rows_of(fast.table_of(cls), connection.dialect)
+    shape = inserts.rows_of(inserts.table_of(cls), connection.dialect)
     sqlite = _sqlite(connection.connection.driver_connection)
-    for start in range(0, len(rows), fast.CHUNK):
-        chunk = rows[start : start + fast.CHUNK]
-        params = shape.params(chunk, fast.attribute)
+    for start in range(0, len(rows), inserts.CHUNK):
+        chunk = rows[start : start + inserts.CHUNK]
+        params = shape.params(chunk, inserts.attribute)
         sql = shape.sql(len(chunk), returning=True)
         ids = sorted(row[0] for row in sqlite.execute(sql, params))
         driver.sent(sql, params)

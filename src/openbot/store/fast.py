@@ -21,11 +21,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import groupby
 from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import Table
 from sqlalchemy.engine import Dialect as SADialect
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.compiler import SQLCompiler
@@ -108,7 +106,7 @@ def _compile(statement: ClauseElement, dialect: SADialect) -> _Compiled:
     named = not compiled.positional
     order = tuple(compiled.positiontup or ()) if compiled.positional else tuple(compiled.bind_names.values())
     by_name = {name: bind for bind, name in compiled.bind_names.items()}
-    binds = tuple(_bind_processor(by_name[name].type, dialect) for name in order)
+    binds = tuple(bind_processor(by_name[name].type, dialect) for name in order)
     columns = compiled._result_columns  # (keyname, name, objects, type) per column
     results = tuple(_result_processor(column[3], dialect) for column in columns)
     record = record_type([column[0] for column in columns]) if columns else None
@@ -118,7 +116,7 @@ def _compile(statement: ClauseElement, dialect: SADialect) -> _Compiled:
     return _Compiled(compiled.string, named, order, binds, record, expanding, compiled, fixed, converted)
 
 
-def _bind_processor(type_: Any, dialect: SADialect) -> Processor | None:
+def bind_processor(type_: Any, dialect: SADialect) -> Processor | None:
     return type_._cached_bind_processor(dialect)  # type: ignore[no-any-return]
 
 
@@ -193,7 +191,7 @@ def _rows(compiled: _Compiled, raw: Iterable[Sequence[Any]]) -> list[Any]:
     return out
 
 
-def _dialect(session: AsyncSession) -> SADialect:
+def dialect_of(session: AsyncSession) -> SADialect:
     bind = session.bind
     assert bind is not None
     return bind.dialect
@@ -212,7 +210,7 @@ class Reader:
         self.database = database
 
 
-async def _connection(session: AsyncSession) -> tuple[Any, dict[str, Any]]:
+async def connection_for(session: AsyncSession) -> tuple[Any, dict[str, Any]]:
     """The driver connection of the session's transaction, with the ORM's pending work flushed
     first, so a statement sent on it sees everything the unit wrote before it."""
     if not session.sync_session._is_clean():
@@ -231,8 +229,8 @@ async def execute(
         compiled = sql.compiled(session.dialect)
         text, values = _params(compiled, params or {})
         return _rows(compiled, await driver.run(session.connection, text, values))
-    connection, info = await _connection(session)
-    compiled = sql.compiled(_dialect(session))
+    connection, info = await connection_for(session)
+    compiled = sql.compiled(dialect_of(session))
     text, values = _params(compiled, params or {})
     found = await driver.send(connection, info, text, values, rows=compiled.record is not None)
     return _rows(compiled, found)
@@ -245,8 +243,8 @@ async def execute_all(
     trip); each one's rows, in order."""
     if isinstance(session, Reader):
         return [await execute(session, sql, params) for sql, params in statements]
-    connection, info = await _connection(session)
-    dialect = _dialect(session)
+    connection, info = await connection_for(session)
+    dialect = dialect_of(session)
     compiled = [sql.compiled(dialect) for sql, _ in statements]
     texts = [_params(c, params) for c, (_, params) in zip(compiled, statements, strict=True)]
     found = await driver.send_all(connection, info, texts)
@@ -257,151 +255,11 @@ async def hold(session: AsyncSession, sql: Sql, params: Mapping[str, Any] | None
     """Run ``sql`` in the session's transaction, its rows unread: a row lock (``SELECT … FOR
     UPDATE``) that PostgreSQL takes in the next round trip, in order before the statement that
     needs it (``store.driver``); SQLite runs it at once."""
-    connection, info = await _connection(session)
-    text, values = _params(sql.compiled(_dialect(session)), params or {})
+    connection, info = await connection_for(session)
+    text, values = _params(sql.compiled(dialect_of(session)), params or {})
     await driver.send(connection, info, text, values, rows=False)
 
 
 async def first(session: AsyncSession | Reader, sql: Sql, params: Mapping[str, Any] | None = None) -> Any:
     rows = await execute(session, sql, params)
     return rows[0] if rows else None
-
-
-def table_of(entity: Any) -> Table:
-    table = entity.__table__
-    assert isinstance(table, Table)
-    return table
-
-
-class _Attributes:
-    """How an ORM object's attributes map to its table's columns (``Message.metadata_`` is the
-    column ``metadata``), with the Python-side defaults the ORM would fill in."""
-
-    def __init__(self, cls: type[Any]) -> None:
-        from sqlalchemy import inspect as sa_inspect
-
-        props = list(sa_inspect(cls).column_attrs)
-        self.table = table_of(cls)
-        self.attrs = [(p.key, p.columns[0].key, default_of(p.columns[0])) for p in props]
-
-    def params(self, row: Any) -> dict[str, Any]:
-        state = row.__dict__
-        out: dict[str, Any] = {}
-        for attr, name, default in self.attrs:
-            value = state.get(attr)
-            if value is None and default is not None:
-                value = default()
-                setattr(row, attr, value)
-            out[name] = value
-        return out
-
-
-def default_of(column: Any) -> Callable[[], Any] | None:
-    """A column's Python-side default as a function of nothing (what the ORM would have filled in)."""
-    default = column.default
-    if default is None:
-        return None
-    if default.is_callable:
-        return lambda: default.arg(None)
-    return lambda: default.arg
-
-
-_ATTRIBUTES: dict[type[Any], _Attributes] = {}
-
-
-async def insert(session: AsyncSession, *rows: Any) -> None:
-    """INSERT new ORM objects now, without the unit of work (one statement per run of objects of
-    one class): they stay transient (the session does not track them), so change them before this
-    call, never after."""
-    for cls, group in groupby(rows, key=type):
-        shape = _ATTRIBUTES.get(cls)
-        if shape is None:
-            shape = _ATTRIBUTES[cls] = _Attributes(cls)
-        await insert_rows(session, shape.table, [shape.params(row) for row in group])
-
-
-class _Rows:
-    """Multi-row INSERT text for one table and dialect: one statement per chunk of rows."""
-
-    def __init__(self, table: Table, dialect: SADialect) -> None:
-        columns = [c for c in table.columns if c is not table.autoincrement_column]
-        self.names = [c.key for c in columns]
-        self.binds = [_bind_processor(c.type, dialect) for c in columns]
-        self.defaults = [default_of(c) for c in columns]
-        self._plan = list(zip(range(len(columns)), self.names, self.binds, self.defaults, strict=True))
-        mark = "?" if dialect.paramstyle == "qmark" else "%s"
-        self.head = f"INSERT INTO {table.name} ({', '.join(c.name for c in columns)}) VALUES "
-        self.row = "(" + ", ".join(mark for _ in columns) + ")"
-        keys = [c for c in table.primary_key.columns]
-        self.returning = f" RETURNING {keys[0].name}" if len(keys) == 1 else ""
-        self._sql: dict[tuple[int, bool], str] = {}
-
-    def sql(self, count: int, returning: bool) -> str:
-        text = self._sql.get((count, returning))
-        if text is None:
-            text = self.head + ", ".join([self.row] * count) + (self.returning if returning else "")
-            self._sql[count, returning] = text
-        return text
-
-    def params(self, rows: Iterable[Any], read: Callable[[Any, str], Any] = dict.get) -> list[Any]:
-        """Every row's values in column order, one flat list, bound as SQLAlchemy would bind them.
-        A value that is the very object the row before held in that column (one timestamp for a
-        post's twenty dispositions) is bound once: a datetime costs SQLite's bind processor more
-        than the rest of its row."""
-        out: list[Any] = []
-        append = out.append
-        last: list[Any] = [_UNBOUND] * len(self.names)
-        bound: list[Any] = [None] * len(self.names)
-        plan = self._plan
-        for row in rows:
-            for i, name, process, default in plan:
-                value = read(row, name)
-                if value is None and default is not None:
-                    value = default()
-                if process is not None and value is not None:
-                    if value is last[i]:
-                        value = bound[i]
-                    else:
-                        last[i] = value
-                        value = bound[i] = process(value)
-                append(value)
-        return out
-
-
-_UNBOUND = object()  # no value yet (``_Rows.params``)
-_ROWS: dict[tuple[str, str], _Rows] = {}
-CHUNK = 500  # rows per statement, well under SQLite's limit on bound parameters
-
-
-def attribute(row: Any, name: str) -> Any:
-    return getattr(row, name, None)
-
-
-def rows_of(table: Table, dialect: SADialect) -> _Rows:
-    """The multi-row INSERT of ``table`` on ``dialect`` (built once)."""
-    shape = _ROWS.get((table.name, dialect.name))
-    if shape is None:
-        shape = _ROWS[table.name, dialect.name] = _Rows(table, dialect)
-    return shape
-
-
-async def insert_rows(
-    session: AsyncSession, table: Table, rows: Sequence[Mapping[str, Any]], *, returning: bool = False
-) -> list[Any]:
-    """INSERT ``rows`` (column key → value; missing values take the column's default) in one
-    statement per chunk; with ``returning``, the new primary keys in the order of ``rows``.
-
-    SQLite assigns autoincrement keys in VALUES order, larger than any before, under the writer's
-    lock; PostgreSQL draws them from the sequence in VALUES order too: sorted keys match the rows."""
-    if not rows:
-        return []
-    connection, info = await _connection(session)
-    shape = rows_of(table, _dialect(session))
-    keys: list[Any] = []
-    for start in range(0, len(rows), CHUNK):
-        chunk = rows[start : start + CHUNK]
-        params = shape.params(chunk)
-        text = shape.sql(len(chunk), returning)
-        found = await driver.send(connection, info, text, params, rows=returning)
-        keys.extend(sorted(row[0] for row in found))
-    return keys

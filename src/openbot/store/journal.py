@@ -18,7 +18,7 @@ from sqlalchemy import event as sa_event
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
-from openbot.store import fast
+from openbot.store import fast, inserts
 from openbot.store.db import after_commit, database_of, now
 from openbot.store.models import Event, Setting
 
@@ -136,7 +136,7 @@ async def journal_floor(session: AsyncSession) -> int:
 
 
 def _reader(*, bounded: bool, one_thread: bool) -> fast.Sql:
-    stmt = select(*fast.table_of(Event).columns).where(Event.id > bindparam("after"))
+    stmt = select(*inserts.table_of(Event).columns).where(Event.id > bindparam("after"))
     if bounded:
         stmt = stmt.where(Event.id <= bindparam("upto"))
     if one_thread:

@@ -16,7 +16,7 @@ from openbot.core.scheduling import ItemKind
 from openbot.core.states import ItemStatus, check
 from openbot.runtime.views import ItemView, item_view
 from openbot.runtime.webhooks import outbox
-from openbot.store import fast
+from openbot.store import fast, inserts
 from openbot.store.db import now, wake_after_commit
 from openbot.store.journal import append_event
 from openbot.store.models import Actor, InboxItem
@@ -44,7 +44,7 @@ async def enqueue(
         created_at=stamp,
         updated_at=stamp,
     )
-    await fast.insert(session, item)
+    await inserts.insert(session, item)
     append_event(session, "inbox.updated", {"actor": actor.handle, "item": item_view(item)}, thread_id)
     if actor.kind == "bot":
         wake_after_commit(session, [actor.id])

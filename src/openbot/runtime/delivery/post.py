@@ -33,7 +33,7 @@ from openbot.runtime.delivery.recipients import (
 )
 from openbot.runtime.engagement import record as engagement
 from openbot.runtime.views import MessageView, UnknownMention, message_view
-from openbot.store import fast
+from openbot.store import fast, inserts
 from openbot.store.db import now
 from openbot.store.journal import append_event, log_activity
 from openbot.store.models import Actor, Message, Thread, ThreadParticipant
@@ -198,7 +198,7 @@ class Delivery:
         if sender is not None and sender.id not in found.participant_ids:
             joining.append(sender.id)  # whoever posts takes part, and so gets questions and replies
         joined = [ThreadParticipant(thread_id=thread.id, actor_id=a, joined_at=stamp) for a in joining]
-        await fast.insert(session, message, *joined)
+        await inserts.insert(session, message, *joined)
         return message
 
     def _log_posted(
@@ -268,7 +268,7 @@ _TOUCH = fast.Sql(
     update(Thread)
     .where(Thread.id == bindparam("thread_id"))
     .values(last_message_at=bindparam("stamp", type_=Thread.last_message_at.type))
-    .returning(*fast.table_of(Thread).columns)
+    .returning(*inserts.table_of(Thread).columns)
 )
 _FLAG = fast.Sql(
     update(Thread).where(Thread.id == bindparam("thread_id")).values(hop_limit_notified=bindparam("notified"))

@@ -20,11 +20,11 @@ from openbot.core.gate import Decision, GateBot, Signal, Verdict, matcher, shape
 from openbot.core.routing import ActorKind, RouteInput, RoutePlan
 from openbot.runtime.delivery.recipients import Recipients
 from openbot.runtime.engagement.hatch import observed_before
-from openbot.store import fast
+from openbot.store import inserts
 from openbot.store.db import Database, after_commit, database_of, now
 from openbot.store.models import Actor, BotProfile, Disposition, Message, Thread
 
-_DISPOSITIONS = fast.table_of(Disposition)
+_DISPOSITIONS = inserts.table_of(Disposition)
 SMALL_GROUP_SIZE = 4  # the runtime's Settings.small_group_size overrides it (Delivery)
 
 _ALIASES = select(BotProfile.actor_id, BotProfile.aliases).where(
@@ -92,7 +92,7 @@ async def write(
         }
         for handle, d in decisions.items()
     ]
-    await fast.insert_rows(session, _DISPOSITIONS, rows)
+    await inserts.insert_rows(session, _DISPOSITIONS, rows)
     if any(d.candidate for d in decisions.values()):
         after_commit(session, _waker(database_of(session)))
 

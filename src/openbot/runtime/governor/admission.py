@@ -22,14 +22,16 @@ from openbot.core.scheduling import ItemKind
 from openbot.core.states import ItemStatus, check
 from openbot.runtime.delivery.holds import release_holds
 from openbot.runtime.governor.disposals import Reason, record_disposal
-from openbot.store import fast
+from openbot.store import fast, inserts
 from openbot.store.models import Actor, BotProfile, InboxItem, Message, Thread
 
 MAX_SCAN = 1000  # queued items read per claim (a bot's max_queued is at most this)
 # Built once; a claim binds the bot. Each item (a record) with its message's hop and mentions and
 # its thread's kind.
 QUEUE = fast.Sql(  # a bot's queued items, oldest first, with what the governor needs (binds bot_id)
-    select(*fast.table_of(InboxItem).columns, Message.hop, Message.mentions, Thread.kind.label("thread_kind"))
+    select(
+        *inserts.table_of(InboxItem).columns, Message.hop, Message.mentions, Thread.kind.label("thread_kind")
+    )
     .join(Thread, Thread.id == InboxItem.thread_id)
     .outerjoin(Message, Message.id == InboxItem.message_id)
     .where(InboxItem.actor_id == bindparam("bot_id"), InboxItem.status == ItemStatus.QUEUED)

@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from typing_extensions import TypedDict
 
 from openbot.runtime.memory.store import touch
-from openbot.store import fast
+from openbot.store import inserts
 from openbot.store.models import PreparedContext
 
 
@@ -63,7 +63,7 @@ def snapshot(
 
 async def record(session: AsyncSession, context: PreparedContext) -> None:
     """Write the snapshot and count one use of each memory it injected."""
-    await fast.insert(session, context)
+    await inserts.insert(session, context)
     await touch(session, [m["id"] for m in context.memories])
 
 

@@ -19,7 +19,7 @@ from openbot.core.scheduling import Batch, ItemKind, QueuedItem, pick
 from openbot.core.states import ACTIVE_RUNS, IN_FLIGHT_RUNS, ItemStatus, RunStatus, check
 from openbot.runtime.governor.admission import QUEUE, Admission, note_collapse, queue_of, retire
 from openbot.runtime.runs.events import journal_run, log_run, move
-from openbot.store import fast
+from openbot.store import fast, inserts
 from openbot.store.columns import Columns
 from openbot.store.db import dialect, now
 from openbot.store.models import Actor, BotProfile, InboxItem, Run
@@ -130,7 +130,7 @@ async def _lease(
     run.lease_token += 1
     run.lease_expires_at = stamp + timedelta(seconds=seconds)
     if new:
-        await fast.insert(session, run)
+        await inserts.insert(session, run)
     for item in items:
         check(ItemStatus, item.status, ItemStatus.PROCESSING)
     await fast.execute(session, _LEASE, {"ids": [i.id for i in items], "run_id": run.id, "stamp": stamp})
