@@ -73,10 +73,10 @@ class _Rows:
 
     def __init__(self, table: Table, dialect: SADialect) -> None:
         columns = [c for c in table.columns if c is not table.autoincrement_column]
-        self.names = [c.key for c in columns]
-        self.binds = [bind_processor(c.type, dialect) for c in columns]
-        self.defaults = [default_of(c) for c in columns]
-        self._plan = list(zip(range(len(columns)), self.names, self.binds, self.defaults, strict=True))
+        # Per column: its position, key, bind processor and Python-side default.
+        self._plan = [
+            (i, c.key, bind_processor(c.type, dialect), default_of(c)) for i, c in enumerate(columns)
+        ]
         mark = "?" if dialect.paramstyle == "qmark" else "%s"
         self.head = f"INSERT INTO {table.name} ({', '.join(c.name for c in columns)}) VALUES "
         self.row = "(" + ", ".join(mark for _ in columns) + ")"
@@ -98,8 +98,8 @@ class _Rows:
         than the rest of its row."""
         out: list[Any] = []
         append = out.append
-        last: list[Any] = [_UNBOUND] * len(self.names)
-        bound: list[Any] = [None] * len(self.names)
+        last: list[Any] = [_UNBOUND] * len(self._plan)
+        bound: list[Any] = [None] * len(self._plan)
         plan = self._plan
         for row in rows:
             for i, name, process, default in plan:
