@@ -15,6 +15,7 @@ from openbot.config import Settings
 from openbot.runtime.commands import BotUpdate
 from openbot.runtime.engine import Runtime
 from openbot.runtime.runs.outcome import Outcome, finish
+from openbot.runtime.scheduler import system as system_module
 from openbot.runtime.team import get_actor, update_bot
 from openbot.store.dialect import announcement, announcement_of, parse_announcement
 
@@ -172,6 +173,46 @@ async def test_mail_posted_while_a_run_finishes_is_claimed_by_one_side_or_the_ot
         assert not claiming.done()  # the claim waits for the finish instead of giving up
     claim = await claiming
     assert claim is not None and claim.thread_id == second
+
+
+async def test_a_claim_the_system_is_paused_during_starts_no_run(
+    team: Team, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker's claim that began before a pause and ends after it (on PostgreSQL, one that waited
+    for the bot's lock while a run finished) is rolled back: pausing stops starting runs, and
+    ``settle`` then means nothing starts until ``unpause``."""
+    rt = team.rt
+    began, go_on = asyncio.Event(), asyncio.Event()
+
+    async def claim_next_held(*args: Any, **kwargs: Any) -> Any:
+        began.set()
+        await go_on.wait()
+        return await real_claim_next(*args, **kwargs)
+
+    async def claim_seen(bot_id: str, **kwargs: Any) -> Any:
+        try:
+            return await real_claim(bot_id, **kwargs)
+        finally:
+            ended.set()
+
+    real_claim_next, real_claim, ended = system_module.claim_next, rt.system.claim, asyncio.Event()
+    monkeypatch.setattr(system_module, "claim_next", claim_next_held)
+    monkeypatch.setattr(rt.system, "claim", claim_seen)
+    thread = await team.thread()
+    await team.post(thread, "@engineer go")
+    await asyncio.wait_for(began.wait(), 10)  # the engineer's worker is claiming
+    rt.system.pause()
+    go_on.set()
+    await asyncio.wait_for(ended.wait(), 10)  # the claim committed or rolled back
+    assert await rt.system.settle(10)
+    assert not await team.runs(thread)  # the claim found the mail, and was rolled back
+    [item] = await team.items("engineer", kind="message")
+    assert item.status == "queued"
+    monkeypatch.setattr(system_module, "claim_next", real_claim_next)
+    rt.system.unpause()
+    await team.idle()
+    [run] = await team.runs(thread)
+    assert run.status == "completed"
 
 
 async def _a_claim_waits_for_its_bot(rt: Runtime) -> bool:

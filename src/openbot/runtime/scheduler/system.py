@@ -57,6 +57,10 @@ _CLAIMABLE = (
 )
 
 
+class _Paused(Exception):
+    """Rolls back a claim the system was paused during."""
+
+
 class ActorSystem:
     def __init__(self, db: Database, settings: Settings, runner: Runner, delivery: Delivery) -> None:
         self.db = db
@@ -164,28 +168,34 @@ class ActorSystem:
         self.pause()
         try:
             async with asyncio.timeout(timeout):
-                while self.in_flight:
+                while self.in_flight or self.claiming:  # a claim committing starts its run
                     self._tick.clear()
-                    if self.in_flight:
+                    if self.in_flight or self.claiming:
                         await self._tick.wait()
         except TimeoutError:
             return False
         return True
 
     # ── claiming and running ─────────────────────────────────────────────────────────────────
-    async def claim(self, bot_id: str) -> Claim | None:
+    async def claim(self, bot_id: str, *, unless_paused: bool = False) -> Claim | None:
         """Claim the bot's next batch as a running run (the caller holds a slot, and starts the
-        run as soon as this returns)."""
+        run as soon as this returns). ``unless_paused``: a claim the system was paused during
+        (one that waited for the bot's lock while a run finished) is rolled back, and ``None``
+        returned: pausing stops starting runs, whenever a claim began."""
         claimed: Claim | None = None
         try:
             async with self.db.transaction() as s:
                 only_takes_mail(s)  # its announcement sends nobody looking for work
                 claimed = await claim_next(s, bot_id, self.owner, self.settings.lease_seconds, self.admission)
                 if claimed is not None:
+                    if unless_paused and not self.unpaused.is_set():
+                        raise _Paused
                     # The commit can yield to the maintenance pass: the run is ours and alive
                     # from here on, whatever its lease says (a stalled process's lease lapses).
                     self.claiming.add(claimed.run_id)
             return claimed
+        except _Paused:
+            return None
         finally:
             if claimed is not None:
                 self.claiming.discard(claimed.run_id)

@@ -60,13 +60,15 @@ class BotWorker:
             await system.unpaused.wait()
             await system.slots.acquire()
             try:
-                claim = await system.claim(self.bot_id)
+                claim = await system.claim(self.bot_id, unless_paused=True)
             except BaseException:
                 system.slots.release()
                 raise
             if claim is None:
                 system.slots.release()
-                return
+                if system.unpaused.is_set():
+                    return
+                continue  # paused while it claimed: claim again once unpaused
             system.start_run(claim)  # the run gives the slot back when it settles
             if claim.at_ceiling:
                 return  # nothing more to claim until a run settles (which wakes this worker)
