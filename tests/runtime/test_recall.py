@@ -25,9 +25,12 @@ async def _recall(team: Team, thread: str, query: str) -> str:
 
 async def test_the_best_matches_of_this_thread_only_with_their_positions(team: Team) -> None:
     thread, other = await team.thread(), await team.thread()
+    # Unaddressed posts go to @chief_of_staff: no reply may land between them and move the positions.
+    team.rt.system.pause()
     for text in ("the deploy failed on staging", "lunch at noon", "deploy deploy again", "nothing here"):
         await team.post(thread, text)
     await team.post(other, "deploy in the other thread")
+    team.rt.system.unpause()
     found = (await _recall(team, thread, "deploy")).splitlines()
     assert found == ["#2 [@you]: deploy deploy again", "#0 [@you]: the deploy failed on staging"]
 
