@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
+from sqlalchemy.util.concurrency import greenlet_spawn
 
 from openbot.store.inline_sqlite import sqlite_of
 
@@ -48,11 +50,16 @@ async def connection_of(session: AsyncSession) -> tuple[Any, dict[str, Any]]:
     transaction = sync.get_transaction()
     if cached is not None and transaction is not None and cached[0] is transaction:
         return cached[1], cached[2]
-    connection = await session.connection()
-    fairy = await connection.get_raw_connection()
-    driver = sqlite_of(fairy.driver_connection) or fairy.driver_connection
-    sync.info[_DRIVER] = (sync.get_transaction(), driver, connection.info)
-    return driver, connection.info
+    transaction, raw, info = await greenlet_spawn(_begun, sync)  # one trip into the ORM, not two
+    driver = sqlite_of(raw) or raw
+    sync.info[_DRIVER] = (transaction, driver, info)
+    return driver, info
+
+
+def _begun(sync: Session) -> tuple[Any, Any, dict[str, Any]]:
+    """The session's transaction, begun if need be; its driver connection; the connection's info."""
+    connection = sync.connection()
+    return sync.get_transaction(), connection.connection.driver_connection, connection.info
 
 
 async def run(driver: Any, text: str, params: Any) -> Sequence[Sequence[Any]]:
