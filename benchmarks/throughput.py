@@ -46,7 +46,7 @@ from openbot.config import Settings
 from openbot.runtime import heap, threads
 from openbot.runtime.commands import BotCreate, ThreadCreate
 from openbot.runtime.engine import Runtime
-from openbot.runtime.team import create_bot, get_actor
+from openbot.runtime.team import create_bot
 from openbot.store import driver
 from openbot.store.db import Database
 from openbot.store.migrate import upgrade
@@ -154,8 +154,9 @@ async def reset_postgres(url: str) -> None:
 
 
 async def post_mention(rt: Runtime, session: AsyncSession, thread_id: str, handle: str) -> None:
-    thread = await threads.get_thread(session, thread_id)
-    sender = await get_actor(session, "you")
+    """Post as the API does (``ThreadService.post``): the thread and the sender in one read."""
+    thread, sender = await threads.thread_and_actor(session, thread_id, "you")
+    assert sender is not None
     result = await rt.delivery.post(session, thread, f"@{handle} please take this", sender=sender)
     if result.addressed != [handle]:
         raise RuntimeError(f"a post to @{handle} woke {result.addressed}")
