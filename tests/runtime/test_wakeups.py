@@ -215,6 +215,37 @@ async def test_a_claim_the_system_is_paused_during_starts_no_run(
     assert run.status == "completed"
 
 
+async def test_a_claim_rolled_back_by_a_pause_is_made_again_when_unpaused_meanwhile(
+    team: Team, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``unpause`` while the paused claim rolls back (on PostgreSQL the rollback is a round trip):
+    the worker claims again, instead of leaving the mail queued until the next poll."""
+    rt = team.rt
+    began, go_on = asyncio.Event(), asyncio.Event()
+    real_claim_next = system_module.claim_next
+
+    async def claim_next_held(*args: Any, **kwargs: Any) -> Any:
+        if go_on.is_set():
+            return await real_claim_next(*args, **kwargs)
+        began.set()
+        await go_on.wait()
+        found = await real_claim_next(*args, **kwargs)
+        asyncio.get_running_loop().call_soon(rt.system.unpause)  # lands during the rollback
+        return found
+
+    monkeypatch.setattr(system_module, "claim_next", claim_next_held)
+    thread = await team.thread()
+    await team.post(thread, "@engineer go")
+    await asyncio.wait_for(began.wait(), 10)
+    rt.system.pause()
+    go_on.set()
+    await team.idle()
+    [run] = await team.runs(thread)
+    assert run.status == "completed"
+    [item] = await team.items("engineer", kind="message")
+    assert item.status == "done"
+
+
 async def _a_claim_waits_for_its_bot(rt: Runtime) -> bool:
     """Whether a claim's bot lock (``FOR NO KEY UPDATE`` of actors) waits in this database."""
     waiting = text(

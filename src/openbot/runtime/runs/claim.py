@@ -54,6 +54,10 @@ _CANCEL_ONE = fast.Sql(
 )
 
 
+class ClaimPaused(Exception):
+    """A worker's claim rolled back: the system was paused while it was made (``ActorSystem.claim``)."""
+
+
 @dataclass(frozen=True)
 class Claim:
     run_id: str

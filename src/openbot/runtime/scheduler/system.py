@@ -22,7 +22,7 @@ from openbot.runtime.delivery.post import Delivery
 from openbot.runtime.governor.admission import Admission
 from openbot.runtime.loops import stop_if_cancelled
 from openbot.runtime.runner.runner import Runner
-from openbot.runtime.runs.claim import Claim, claim_next
+from openbot.runtime.runs.claim import Claim, ClaimPaused, claim_next
 from openbot.runtime.runs.outcome import Outcome
 from openbot.runtime.scheduler import execution, node, recovery
 from openbot.runtime.scheduler.maintenance import Maintenance
@@ -55,10 +55,6 @@ _CLAIMABLE = (
         < case((BotProfile.max_parallel_threads < 1, 1), else_=BotProfile.max_parallel_threads),
     )
 )
-
-
-class _Paused(Exception):
-    """Rolls back a claim the system was paused during."""
 
 
 class ActorSystem:
@@ -180,8 +176,8 @@ class ActorSystem:
     async def claim(self, bot_id: str, *, unless_paused: bool = False) -> Claim | None:
         """Claim the bot's next batch as a running run (the caller holds a slot, and starts the
         run as soon as this returns). ``unless_paused``: a claim the system was paused during
-        (one that waited for the bot's lock while a run finished) is rolled back, and ``None``
-        returned: pausing stops starting runs, whenever a claim began."""
+        (one that waited for the bot's lock while a run finished) is rolled back and raises
+        :class:`ClaimPaused`: pausing stops starting runs, whenever a claim began."""
         claimed: Claim | None = None
         try:
             async with self.db.transaction() as s:
@@ -189,16 +185,15 @@ class ActorSystem:
                 claimed = await claim_next(s, bot_id, self.owner, self.settings.lease_seconds, self.admission)
                 if claimed is not None:
                     if unless_paused and not self.unpaused.is_set():
-                        raise _Paused
+                        raise ClaimPaused(bot_id)
                     # The commit can yield to the maintenance pass: the run is ours and alive
                     # from here on, whatever its lease says (a stalled process's lease lapses).
                     self.claiming.add(claimed.run_id)
             return claimed
-        except _Paused:
-            return None
         finally:
-            if claimed is not None:
+            if claimed is not None and claimed.run_id in self.claiming:
                 self.claiming.discard(claimed.run_id)
+                self.changed()  # ``settle`` waits for claims that are committing
 
     def alive(self) -> set[str]:
         """The runs this process is working on: in flight, or being claimed."""

@@ -7,6 +7,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from openbot.runtime.loops import stop_if_cancelled
+from openbot.runtime.runs.claim import ClaimPaused
 
 if TYPE_CHECKING:
     from openbot.runtime.scheduler.system import ActorSystem
@@ -61,14 +62,15 @@ class BotWorker:
             await system.slots.acquire()
             try:
                 claim = await system.claim(self.bot_id, unless_paused=True)
+            except ClaimPaused:
+                system.slots.release()
+                continue  # its mail is queued again: claim it once the system is unpaused
             except BaseException:
                 system.slots.release()
                 raise
             if claim is None:
                 system.slots.release()
-                if system.unpaused.is_set():
-                    return
-                continue  # paused while it claimed: claim again once unpaused
+                return
             system.start_run(claim)  # the run gives the slot back when it settles
             if claim.at_ceiling:
                 return  # nothing more to claim until a run settles (which wakes this worker)
