@@ -107,6 +107,10 @@ def targets(report: dict[str, Any]) -> dict[str, Any]:
             fleet["cross_process_hop"]["latency_ms"]["p50"] / hop["fresh_thread_per_20"]["latency_ms"]["p50"]
         )
         out["cross_process_hop_over_hop"] = _check(round(ratio, 2), "<=", CROSS_PROCESS_OVER_HOP, "x")
+    if "cross_over_single" in fleet:  # like for like: both hops on the same PostgreSQL database
+        out["cross_process_hop_over_single_process_hop_postgresql"] = _check(
+            fleet["cross_over_single"], "<=", CROSS_PROCESS_OVER_HOP, "x"
+        )
     for name, row in (report.get("memory") or {}).items():
         out[f"memory_top8_{name}_p50"] = _check(row["top8_ms"]["p50"], "<=", row["target_p50_ms"], "ms")
     return out
