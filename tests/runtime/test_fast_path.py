@@ -13,6 +13,7 @@ from conftest import Team
 from openbot.core.ids import new_id
 from openbot.runtime.engine import Runtime
 from openbot.store import driver, fast, inserts
+from openbot.store.dialect import WAL_CHECKPOINT_PAGES
 from openbot.store.models import Message
 
 _BY_THREAD = fast.Sql(
@@ -273,3 +274,16 @@ async def test_objects_of_a_failed_transaction_are_rolled_back_in_the_orm_too(
         s.add(message)
     async with rt.db.read() as s:
         assert await s.get(Message, message.id) is not None
+
+
+async def test_the_sqlite_writer_checkpoints_its_log_every_few_thousand_pages(rt: Runtime) -> None:
+    """The writer's log settings (``store.dialect``): WAL, NORMAL sync, checkpoints at 4,000 pages."""
+    if rt.db.dialect.shared:
+        pytest.skip("SQLite's write-ahead log")
+    async with rt.db.transaction() as s:
+        connection, _info = await driver.connection_of(s)
+        settings = [connection.execute(f"PRAGMA {name}").fetchone()[0] for name in _LOG_SETTINGS]
+    assert settings == ["wal", 1, WAL_CHECKPOINT_PAGES] and WAL_CHECKPOINT_PAGES == 4000
+
+
+_LOG_SETTINGS = ("journal_mode", "synchronous", "wal_autocheckpoint")
