@@ -30,6 +30,12 @@ class FeatureCalls:
     def automations(self, bot: str | None = None) -> list[JSON]:
         return self._items("/automations", bot=bot)
 
+    def create_automation(self, **fields: Any) -> JSON:
+        return cast(JSON, self._request("POST", "/automations", json=fields))
+
+    def update_automation(self, automation_id: str, **fields: Any) -> JSON:
+        return cast(JSON, self._request("PATCH", f"/automations/{automation_id}", json=fields))
+
     def run_automation(self, automation_id: str) -> JSON:
         return cast(JSON, self._request("POST", f"/automations/{automation_id}/run"))
 

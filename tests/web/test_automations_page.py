@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Route, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from live_server import LiveServer, wait_until
 from openbot.client import Client
@@ -99,3 +100,40 @@ def test_a_heartbeat_is_created_from_the_page_with_its_default_prompt(
     row = page.locator(f'tr[data-id="{beat["id"]}"]')
     expect(row).to_contain_text("heartbeat")
     expect(row).to_contain_text("*/30 * * * * (UTC)")
+
+
+def test_deleting_waits_for_a_load_under_way_so_it_never_asks_for_a_deleted_history(
+    page: Page, server: LiveServer, api: Client, console: ConsoleWatch
+) -> None:
+    """A reload the live feed started, still reading the list when Delete is pressed, must not go
+    on to ask for the deleted automation's history (a 404 in the console): the deletion waits."""
+    made = api.create_automation(bot="qa", title="Weekly retro", content="@qa retro", cron="0 16 * * 5")
+    page.goto(f"{server.url}/#/automations/{made['id']}")
+    expect(page.get_by_role("heading", name="History: Weekly retro")).to_be_visible()
+
+    held: list[Route] = []
+    page.route("**/api/v1/automations", lambda route: held.append(route))
+    log: list[str] = []
+    page.on("request", lambda r: log.append(f"{r.method} {r.url.split('/api/v1', 1)[-1]}"))
+    with page.expect_request(lambda r: r.method == "GET" and r.url.endswith("/api/v1/automations")):
+        api.update_automation(made["id"], title="Weekly retro, Fridays")  # the feed reloads the page
+    while not held:
+        page.wait_for_timeout(10)  # lets Playwright hand the held request to the handler above
+
+    page.once("dialog", lambda d: d.accept())
+    page.get_by_role("button", name="Delete").click()
+    # The deletion must wait for the held load. Waiting a while for its request is the only way to
+    # see that it does not go out; had it gone out, this returns at once and the check below fails.
+    try:
+        page.wait_for_event("request", lambda r: r.method == "DELETE", timeout=1000)
+    except PlaywrightTimeout:
+        pass
+    assert f"DELETE /automations/{made['id']}" not in log, log
+    held[0].continue_()
+    page.unroute("**/api/v1/automations")
+
+    expect(page.locator(f'tr[data-id="{made["id"]}"]')).to_have_count(0)
+    expect(page).to_have_url(re.compile("#/automations$"))
+    assert made["id"] not in [a["id"] for a in api.automations()]
+    deleted_at = log.index(f"DELETE /automations/{made['id']}")
+    assert not [r for r in log[deleted_at:] if "/occurrences" in r], log

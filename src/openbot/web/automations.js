@@ -22,13 +22,24 @@ export function mount(container, parts) {
   const status = h("span.muted.small", { role: "status" });
   container.append(page(rows, history, status, () => openEditor(null, load)));
 
+  // Loads and deletions take turns. A load that read the list before a deletion would otherwise
+  // go on to ask for the deleted automation's history: a 404 the browser logs as an error.
+  let tail = Promise.resolve();
+  function serial(fn) {
+    const run = tail.then(fn);
+    tail = run.catch(() => {});
+    return run;
+  }
+
   function render() {
     clear(rows);
     if (!items.length) rows.append(h("tr", h("td.empty", { colSpan: 7 }, "No automations yet.")));
     for (const a of items) rows.append(row(a, a.id === selected, { load, select }));
   }
 
-  async function load() {
+  const load = () => serial(loadNow);
+
+  async function loadNow() {
     try {
       items = await api.automations();
       status.textContent = "";
@@ -56,7 +67,7 @@ export function mount(container, parts) {
       fill(history, h("p.form-error", { role: "alert" }, describeError(error)));
       return;
     }
-    fill(history, historyPanel(a, occurrences, load));
+    fill(history, historyPanel(a, occurrences, { load, serial }));
   }
 
   const reload = () => load();
@@ -66,7 +77,7 @@ export function mount(container, parts) {
   dispose.route = (newParts) => {
     selected = newParts[1] || null;
     render();
-    showHistory();
+    serial(showHistory);
   };
   dispose.ready = ready;
   return dispose;
@@ -144,15 +155,17 @@ async function runNow(a, load, select) {
   load();
 }
 
-function historyPanel(a, occurrences, load) {
+function historyPanel(a, occurrences, { load, serial }) {
   const remove = async () => {
     if (!confirm(`Delete the automation "${a.title || a.content}"?`)) return;
-    try {
-      await api.deleteAutomation(a.id);
-      location.hash = "#/automations";
-    } catch (error) {
-      toast(describeError(error), "error");
-    }
+    await serial(async () => {
+      try {
+        await api.deleteAutomation(a.id);
+        location.hash = "#/automations";
+      } catch (error) {
+        toast(describeError(error), "error");
+      }
+    });
     load();
   };
   const list = h("ol.occurrence-list", { "aria-label": "History" });
