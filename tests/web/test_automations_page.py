@@ -112,7 +112,8 @@ def test_deleting_waits_for_a_load_under_way_so_it_never_asks_for_a_deleted_hist
     expect(page.get_by_role("heading", name="History: Weekly retro")).to_be_visible()
 
     held: list[Route] = []
-    page.route("**/api/v1/automations", lambda route: held.append(route))
+    # Only the first list request is held; any later one goes through.
+    page.route("**/api/v1/automations", lambda route: route.continue_() if held else held.append(route))
     log: list[str] = []
     page.on("request", lambda r: log.append(f"{r.method} {r.url.split('/api/v1', 1)[-1]}"))
     with page.expect_request(lambda r: r.method == "GET" and r.url.endswith("/api/v1/automations")):
