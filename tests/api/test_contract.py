@@ -206,7 +206,8 @@ async def test_approve_edit_and_reject_decisions(client: httpx.AsyncClient, team
         response = await client.post(f"/api/v1/runs/{run.id}/resume", json={"decisions": [decision]})
         assert response.status_code == 202
         await team.idle()
-        assert (await client.get(f"/api/v1/runs/{run.id}")).json()["status"] == "completed"
+        done = (await client.get(f"/api/v1/runs/{run.id}")).json()
+        assert done["status"] == "completed" and done["interrupt"] is None  # only a waiting run has one
         outcomes[decision["type"]] = (await team.messages(thread))[-1]["content"]
     assert "Saved 1 todo(s), 0 completed." in outcomes["approve"]
     assert "1 completed" in outcomes["edit"]
@@ -221,8 +222,12 @@ async def test_cancel_a_waiting_run_unparks_the_thread(client: httpx.AsyncClient
     await team.post(thread, "@engineer more")
     await team.idle()
     run = (await team.runs(thread))[0]
+    assert (await client.get(f"/api/v1/runs/{run.id}")).json()["interrupt"]["question"] == "Ship?"
     response = await client.post(f"/api/v1/runs/{run.id}/cancel")
     assert response.status_code == 202 and response.json()["status"] == "cancelled"
+    assert response.json()["interrupt"] is None
+    events = (await client.get(f"/api/v1/runs/{run.id}")).json()["events"]
+    assert any(e["payload"].get("question") == "Ship?" for e in events if e["type"] == "interrupt")
     await team.idle()
     statuses = [r.status for r in await team.runs(thread)]
     assert statuses == ["cancelled", "completed"]
@@ -323,3 +328,24 @@ async def test_an_empty_handle_names_nobody(client: httpx.AsyncClient, team: Tea
     assert acked.status_code == 404 and acked.json()["error"]["code"] == "not_found"
     unknown = await client.post("/api/v1/inbox/ack", json={"thread_id": "thr_nope"})
     assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "not_found"
+
+
+async def test_a_filter_value_outside_its_choices_is_refused(client: httpx.AsyncClient) -> None:
+    """A misspelt filter is 422 naming the parameter, never an empty list that looks like an answer."""
+    for path, name in (
+        ("/api/v1/runs?status=done", "status"),
+        ("/api/v1/actors/you/inbox?status=open", "status"),
+        ("/api/v1/actors/you/inbox?kind=mail", "kind"),
+        ("/api/v1/activity?level=debug", "level"),
+        ("/api/v1/webhooks/deliveries?status=sent", "status"),
+        ("/api/v1/drafts?status=open", "status"),
+    ):
+        error = _error(await client.get(path), 422, "invalid_argument")
+        assert name in json.dumps(error.get("details")), (path, error)
+    for path in (
+        "/api/v1/runs?status=waiting_human",
+        "/api/v1/actors/you/inbox?status=queued&kind=question",
+        "/api/v1/activity?level=warning",
+        "/api/v1/webhooks/deliveries?status=failed",
+    ):
+        assert (await client.get(path)).status_code == 200, path

@@ -5,7 +5,8 @@ Sent and Rejected tabs show who decided."""
 from __future__ import annotations
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Route, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from live_server import LiveServer, wait_until
 from openbot.client import Client
@@ -15,14 +16,14 @@ from .conftest import ConsoleWatch
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-def _draft_when_asked(api: Client) -> None:
+def _draft_when_asked(api: Client, names: tuple[str, str] = ("one", "two")) -> None:
     def rule(name: str) -> dict[str, object]:
         args = {"title": f"Note {name}", "content": f"Hello, note {name}.", "target": {"actor": "you"}}
         call = {"name": "save_draft", "args": args}
         return {"match": f"draft {name}", "reply": "Saved it.", "tool_calls": [call]}
 
     api.update_bot("qa", tools=["save_draft"])
-    api.script_bot("qa", [rule("one"), rule("two")])
+    api.script_bot("qa", [rule(name) for name in names])
 
 
 def _pending_titles(api: Client) -> list[str]:
@@ -71,3 +72,40 @@ def test_drafts_view_sends_an_edited_draft_and_rejects_another(
     page.get_by_role("tab", name="Rejected").click()
     expect(drafts).to_contain_text("Rejected by @you: Not before the contract is signed")
     assert api.drafts(status="pending") == []
+
+
+def test_an_older_tab_answer_arriving_late_does_not_replace_the_tab_shown(
+    page: Page, server: LiveServer, api: Client, console: ConsoleWatch
+) -> None:
+    """Pending's list, still on its way when Rejected is chosen, must not be drawn under Rejected."""
+    _draft_when_asked(api, ("three", "four"))  # the server is shared
+    thread = api.create_thread(title="Vendor", participants=["you", "qa"])["id"]
+    api.post_message(thread, "@qa draft three")
+    wait_until(lambda: _pending_titles(api) == ["Note three"], message="drafted")
+    api.reject_draft(api.drafts(status="pending")[0]["id"], reason="Too early")
+    api.post_message(thread, "@qa draft four")
+    wait_until(lambda: _pending_titles(api) == ["Note four"], message="drafted again")
+
+    held: list[Route] = []
+    page.route("**/api/v1/drafts?status=pending*", lambda route: held.append(route))
+    page.goto(f"{server.url}/#/drafts")
+    expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+    drafts = page.get_by_role("list", name="Drafts")
+    expect(page.get_by_role("tab", name="Rejected")).to_be_visible()
+    while not held:
+        page.wait_for_timeout(10)  # lets Playwright hand the held request to the handler above
+    page.get_by_role("tab", name="Rejected").click()
+    expect(drafts).to_contain_text("Rejected by @you: Too early")
+
+    # Every pending list asked for so far (the page's, and the navigation badge's) is let go.
+    for route in list(held):
+        with page.expect_response(lambda r, url=route.request.url: r.url == url) as late:
+            route.continue_()
+        assert late.value.ok
+    page.unroute("**/api/v1/drafts?status=pending*")
+    # The late answer is drawn, if at all, as soon as it is read; give it that long to show.
+    with pytest.raises(PlaywrightTimeout):
+        drafts.get_by_text("Note four", exact=True).wait_for(timeout=1000)
+    expect(drafts.locator("li.draft")).to_have_count(len(api.drafts(status="rejected")))
+    expect(drafts).to_contain_text("Note three")
+    expect(page.get_by_role("tab", name="Rejected")).to_have_attribute("aria-selected", "true")

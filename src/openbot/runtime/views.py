@@ -8,6 +8,7 @@ from typing import Any, NotRequired
 
 from typing_extensions import TypedDict  # pydantic reads this one on Python 3.11
 
+from openbot.core.states import RunStatus
 from openbot.store.models import (
     ActivityLog,
     Actor,
@@ -241,7 +242,8 @@ def run_view(run: Run, bot_handle: str) -> RunView:
         "thread_id": run.thread_id,
         "status": run.status,
         "trigger_message_ids": run.trigger_message_ids,
-        "interrupt": _public_interrupt(run.interrupt),
+        # Only a waiting run has an interrupt; what was asked stays in the run's events.
+        "interrupt": _public_interrupt(run.interrupt) if run.status == RunStatus.WAITING_HUMAN else None,
         "error": run.error,
         "usage": {
             "input_tokens": run.input_tokens,

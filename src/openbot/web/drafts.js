@@ -30,13 +30,17 @@ export function mount(container, parts) {
     ),
   );
 
+  let seq = 0; // tabs switch faster than answers come back: only the newest load may draw
   async function load() {
+    const mine = ++seq;
     for (const a of tabs) a.setAttribute("aria-selected", a.dataset.tab === tab ? "true" : "false");
     let items;
     try {
       items = await api.drafts({ status: tab });
+      if (mine !== seq) return;
       status.textContent = "";
     } catch (error) {
+      if (mine !== seq) return;
       status.textContent = `Could not load: ${describeError(error)}`;
       return;
     }

@@ -168,9 +168,13 @@ class InboxView {
   }
 
   async loadAction() {
+    // Loads overlap when events arrive close together; an older answer must not bring back a
+    // question a newer one already saw answered, so only the newest load may change anything.
+    const mine = (this.actionSeq = (this.actionSeq || 0) + 1);
     this.loadingAction = true;
     try {
       const [{ runs, asked }, drafts] = await Promise.all([waitingRuns(), api.drafts({ status: "pending" }).catch(() => [])]);
+      if (mine !== this.actionSeq) return;
       const previous = [...this.actionRuns, ...this.actionDrafts].map((r) => r.id).join(",");
       this.actionDrafts = drafts;
       this.actionRuns = [...runs.values()]
@@ -182,8 +186,9 @@ class InboxView {
         return;
       }
     } finally {
-      this.loadingAction = false;
+      if (mine === this.actionSeq) this.loadingAction = false;
     }
+    if (mine !== this.actionSeq) return;
     this.firstLoad = false;
     if (this.tab === "action") this.render();
     else this.renderCounts();

@@ -77,6 +77,8 @@ export class MemoryPanel {
   }
 
   async load() {
+    // Filters change faster than answers come back: only the newest load may draw.
+    const mine = (this.seq = (this.seq || 0) + 1);
     this.loaded = true;
     const params = new URLSearchParams({ lifecycle: this.lifecycle.value, limit: "200" });
     if (this.q.value.trim()) params.set("q", this.q.value.trim());
@@ -84,9 +86,11 @@ export class MemoryPanel {
     if (this.tier.value) params.set("tier", this.tier.value);
     try {
       const [page, status] = await Promise.all([request("GET", `${this.base}?${params}`), request("GET", "/status")]);
+      if (mine !== this.seq) return;
       this.renderIndex(status.memory || {});
       this.render(page.items || []);
     } catch (error) {
+      if (mine !== this.seq) return;
       fill(this.list, h("li.empty.error-text", `Could not load memories: ${describeError(error)}`));
     }
   }

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, Header, Query, Request
 from sse_starlette import EventSourceResponse
@@ -63,7 +63,7 @@ async def activity(
     actor: str | None = None,
     run_id: str | None = None,
     event: str | None = None,
-    level: str | None = None,
+    level: Literal["info", "warning", "error"] | None = None,
     after_id: int | None = None,
     limit: int = Query(200, ge=1, le=2000),
 ) -> ActivityList:

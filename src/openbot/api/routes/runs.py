@@ -7,6 +7,7 @@ from fastapi import APIRouter, Query
 from openbot.api.deps import RuntimeDep
 from openbot.api.principal import PrincipalDep
 from openbot.api.schemas import RunList, errors
+from openbot.core.states import RunStatus
 from openbot.runtime.commands import ResumeBody
 from openbot.runtime.views import RunDetail, RunView
 
@@ -19,7 +20,7 @@ async def list_runs(
     principal: PrincipalDep,
     thread_id: str | None = None,
     bot: str | None = None,
-    status: str | None = None,
+    status: RunStatus | None = None,
     limit: int = Query(200, ge=1, le=2000),
 ) -> RunList:
     runs = await rt.runs.list_runs(

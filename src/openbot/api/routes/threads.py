@@ -9,6 +9,8 @@ from fastapi import APIRouter, Header, Query, Response
 from openbot.api.deps import RuntimeDep
 from openbot.api.principal import PrincipalDep
 from openbot.api.schemas import Acked, ItemList, MessagePage, ThreadList, errors
+from openbot.core.scheduling import ItemKind
+from openbot.core.states import ItemStatus
 from openbot.runtime.commands import InboxAck, MessageCreate, ThreadCreate, ThreadUpdate
 from openbot.runtime.scope import Scope
 from openbot.runtime.views import ItemView, PostView, ThreadView
@@ -106,8 +108,8 @@ async def inbox(
     rt: RuntimeDep,
     principal: PrincipalDep,
     handle: str,
-    status: str | None = None,
-    kind: str | None = None,
+    status: ItemStatus | None = None,
+    kind: ItemKind | None = None,
     thread_id: str | None = None,
     limit: int = Query(500, ge=1, le=5000),
 ) -> dict[str, Any]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from fastapi import APIRouter, Query
 from typing_extensions import TypedDict
 
@@ -22,7 +24,7 @@ async def list_deliveries(
     rt: RuntimeDep,
     principal: PrincipalDep,
     actor: str | None = None,
-    status: str | None = Query(None, description="pending, delivered or failed"),
+    status: Literal["pending", "delivered", "failed"] | None = None,
     limit: int = Query(200, ge=1, le=1000),
 ) -> DeliveryList:
     """Newest first. An actor token sees its own deliveries only."""
