@@ -98,7 +98,9 @@ class Store {
   }
 
   async refreshBots() {
+    const mine = (this.botSeq = (this.botSeq || 0) + 1);
     const bots = await api.bots();
+    if (mine !== this.botSeq) return;
     this.bots = new Map(bots.map((b) => [b.handle, b]));
     for (const bot of bots) {
       if (!this.actors.has(bot.handle)) this.actors.set(bot.handle, { handle: bot.handle, kind: "bot", name: bot.name });
@@ -122,8 +124,12 @@ class Store {
     this.notify("bots", bot);
   }
 
+  // Refreshes overlap (a reconnect, a debounced event, a change of actor); an older answer that
+  // arrives after a newer one must not undo it, so only the newest refresh of each list applies.
   async refreshThreads() {
+    const mine = (this.threadSeq = (this.threadSeq || 0) + 1);
     const threads = await api.threads({ actor: this.actor });
+    if (mine !== this.threadSeq) return;
     this.threads = new Map(threads.map((t) => [t.id, t]));
     this.notify("threads");
   }
