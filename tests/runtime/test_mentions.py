@@ -89,3 +89,20 @@ async def test_mentions_in_code_are_not_mentions(team: Team) -> None:
     assert result.unknown_mentions == [] and result.addressed == ["reviewer"]
     result = await team.post(thread, "is `@property` right here, @qa?")
     assert result.unknown_mentions == [] and result.addressed == ["qa"]
+
+
+async def test_a_deleted_bots_messages_still_say_who_sent_them(client: httpx.AsyncClient, team: Team) -> None:
+    """The freed handle is taken again by a new bot; the old one's messages name it ``~builder-…``."""
+    for _ in range(2):
+        created = await client.post("/api/v1/bots", json={"handle": "builder", "model": "scripted"})
+        assert created.status_code == 201, created.text
+        thread = await team.thread(participants=["you", "builder"])
+        await team.post(thread, "@builder hello")
+        await team.idle()
+        assert (await client.delete("/api/v1/bots/builder")).status_code == 204
+    senders = []
+    for thread in (await client.get("/api/v1/threads")).json()["items"]:
+        page = (await client.get(f"/api/v1/threads/{thread['id']}/messages")).json()["items"]
+        senders += [m["sender"]["handle"] for m in page if m["sender"] and m["sender"]["kind"] == "bot"]
+    assert len(senders) == 2 and len(set(senders)) == 2, senders
+    assert all(h.startswith("~builder-") and len(h) <= 32 for h in senders), senders

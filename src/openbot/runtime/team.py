@@ -276,7 +276,9 @@ async def delete_bot(session: AsyncSession, handle: str) -> None:
     await dispose_queued(session, Reason.BOT_DISABLED, bot_id=actor.id)  # its mail will never be served
     actor.deleted = True
     actor.enabled = False
-    actor.handle = "~" + actor.id[-31:]  # frees the handle; the row stays for history
+    # Frees the handle; the row stays for history, and its messages name it ``~<handle>-<id tail>``
+    # (32 characters at most; the id's tail, its clock's last digits and random ones, keeps it unique).
+    actor.handle = f"~{handle[:18]}-{actor.id[-12:]}"
     actor.updated_at = now(session)
     append_event(
         session, "bot.updated", {**bot_view(actor, profile), "handle": handle, "deleted": True}, None
