@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 
 from conftest import Team
+from openbot.core.clock import FakeClock
 
 
 def _error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
@@ -349,3 +350,23 @@ async def test_a_filter_value_outside_its_choices_is_refused(client: httpx.Async
         "/api/v1/webhooks/deliveries?status=failed",
     ):
         assert (await client.get(path)).status_code == 200, path
+
+
+async def test_threads_list_most_recently_active_first_counting_creation(
+    client: httpx.AsyncClient, team: Team, clock: FakeClock
+) -> None:
+    """A thread is active when created and when posted to: a new empty thread comes first, above
+    one posted to before it was made, and below one posted to after."""
+    team.rt.system.pause()
+    talked = await team.thread(title="talked")
+    await team.post(talked, "note", to=[])
+    clock.advance(5)
+    empty = await team.thread(title="empty")
+    clock.advance(5)
+    later = await team.thread(title="later")
+    clock.advance(5)
+    await team.post(later, "note", to=[])
+    order = [t["id"] for t in (await client.get("/api/v1/threads")).json()["items"]]
+    assert [i for i in order if i in (talked, empty, later)] == [later, empty, talked]
+    first_two = (await client.get("/api/v1/threads", params={"limit": 2})).json()["items"]
+    assert [t["id"] for t in first_two] == [later, empty]  # the empty one is not cut off

@@ -218,11 +218,13 @@ async def list_messages(
 async def list_threads(
     session: AsyncSession, *, q: str | None, limit: int, actor: Actor | None
 ) -> list[ThreadView]:
-    """Threads, most recently active first (title search with ``q``)."""
+    """Threads, most recently active first (title search with ``q``). A thread is active when it is
+    created and when a message is posted: a new empty thread comes first, as the web UI sorts them,
+    and is never cut off the end of the list by older ones."""
     stmt = select(Thread)
     if q:
         stmt = stmt.where(Thread.title.ilike(f"%{q}%"))
-    newest = (Thread.last_message_at.desc().nulls_last(), Thread.created_at.desc(), Thread.id.desc())
+    newest = (func.coalesce(Thread.last_message_at, Thread.created_at).desc(), Thread.id.desc())
     stmt = stmt.order_by(*newest).limit(limit)
     return await views(session, list(await session.scalars(stmt)), actor=actor)
 
