@@ -268,13 +268,14 @@ async def test_streams_get_only_their_thread_s_rows_and_live_events(
         await team.post(a, "in a")
         rt.bus.live("text.delta", {"thread_id": a, "delta": "delta in a"}, a)
         await team.post(b, "in b")
+        rt.bus.live("text.delta", {"delta": "in no thread"}, None)  # like a journal row of no thread
         await team.post(a, "a again")
         await team.post(b, "b again")
         for stream, last in ((on_a, "a again"), (on_b, "b again"), (on_all, "b again")):
             await stream.until(has(last))
     assert on_a.sequence() == ["in a", "delta in a", "a again"]
     assert on_b.sequence() == ["in b", "b again"]
-    assert on_all.sequence() == ["in a", "delta in a", "in b", "a again", "b again"]
+    assert on_all.sequence() == ["in a", "delta in a", "in b", "in no thread", "a again", "b again"]
 
 
 async def test_live_events_keep_their_place_between_journal_rows(

@@ -216,10 +216,10 @@ class Fanout:
         except (TypeError, ValueError):  # a bad payload must not fail its publisher (a run)
             log.exception("live event %s could not be encoded", signal.type)
             return
-        if signal.thread_id is None:
-            targets = [stream for streams in self._streams.values() for stream in streams]
-        else:
-            targets = [*self._streams.get(None, ()), *self._streams.get(signal.thread_id, ())]
+        # As for journal rows: a stream that follows one thread gets only that thread's events.
+        targets = [*self._streams.get(None, ())]
+        if signal.thread_id is not None:
+            targets += self._streams.get(signal.thread_id, ())
         for stream in targets:
             if stream.scope is None or stream.scope.allows(signal.type, signal.thread_id, None):
                 stream.push(item)
