@@ -224,7 +224,9 @@ async def list_threads(
     stmt = select(Thread)
     if q:
         stmt = stmt.where(Thread.title.ilike(f"%{q}%"))
-    newest = (func.coalesce(Thread.last_message_at, Thread.created_at).desc(), Thread.id.desc())
+    active = func.coalesce(Thread.last_message_at, Thread.created_at)
+    # At one instant a post is newer than a creation (the post was made second, or in it).
+    newest = (active.desc(), Thread.last_message_at.desc().nulls_last(), Thread.id.desc())
     stmt = stmt.order_by(*newest).limit(limit)
     return await views(session, list(await session.scalars(stmt)), actor=actor)
 
