@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from conftest import Team
@@ -14,7 +14,8 @@ from openbot.core.ids import new_id
 from openbot.runtime.engine import Runtime
 from openbot.store import driver, fast, inserts
 from openbot.store.dialect import WAL_CHECKPOINT_PAGES
-from openbot.store.models import Message
+from openbot.store.journal import append_event, log_activity
+from openbot.store.models import ActivityLog, Event, Message
 
 _BY_THREAD = fast.Sql(
     select(Message.id, Message.mentions, Message.metadata_, Message.created_at, Message.hop)
@@ -165,9 +166,48 @@ async def test_reads_sent_together_come_back_in_order_after_the_held_writes(rt: 
     assert [(row.id, row.hop) for row in bumped] == [(first.id, 0), (second.id, 1)]
     assert [row.id for row in unbumped] == [first.id]
     if rt.db.dialect.shared:
-        assert trips == [4]  # the insert, the update and both reads: one round trip
+        # The insert, the update and both reads: one round trip; then the COMMIT, alone (nothing
+        # was held back for it).
+        assert trips == [4, 0]
     else:
         assert trips == []  # SQLite has no round trips: everything ran at once
+
+
+async def test_the_last_writes_and_the_journal_go_out_with_the_commit(rt: Runtime, team: Team) -> None:
+    """The writes still held at commit, the activity and journal rows (``store.journal``) and the
+    COMMIT: one round trip on PostgreSQL; the journal's ids are set once it has committed, and
+    the rows read back as written."""
+    thread = await team.thread()
+    row = _message(thread, "with the commit")
+    trips: list[int] = []
+    heads: list[dict[str | None, int]] = []
+    driver.trip_listeners.append(trips.append)
+    rt.db.journal_listeners.append(heads.append)
+    try:
+        async with rt.db.transaction() as s:
+            await fast.execute(s, _HOP_ZERO, {"thread_id": thread})  # begins: one round trip
+            trips.clear()
+            await inserts.insert(s, row)
+            await fast.execute(s, _BUMP, {"id": row.id})
+            log_activity(s, "test.logged", "a row of activity", thread_id=thread)
+            append_event(s, "test.event", {"n": 1}, thread)
+            append_event(s, "test.event", {"n": 2}, thread)
+    finally:
+        driver.trip_listeners.remove(trips.append)
+        rt.db.journal_listeners.remove(heads.append)
+    if rt.db.dialect.shared:
+        assert trips == [4]  # insert, update, activity, journal — and the COMMIT with them
+    else:
+        assert trips == []
+    async with rt.db.read() as s:
+        events = (await s.scalars(select(Event).where(Event.type == "test.event").order_by(Event.id))).all()
+        hop = await s.scalar(select(Message.hop).where(Message.id == row.id))
+        logged = await s.scalar(
+            select(func.count()).select_from(ActivityLog).where(ActivityLog.event == "test.logged")
+        )
+    assert [e.data for e in events] == [{"n": 1}, {"n": 2}]
+    assert (hop, logged) == (1, 1)
+    assert heads == [{thread: events[-1].id}]  # the ids the listeners got are the committed ones
 
 
 async def test_a_held_row_lock_is_taken_before_the_read_it_travels_with(rt: Runtime, team: Team) -> None:

@@ -25,7 +25,15 @@ from openbot.store.fast import Reader
 
 _AFTER_COMMIT = "openbot_after_commit"
 _WOKEN = WOKEN  # bots that got mail in this transaction (the dialect's announcement names them)
-_TRANSIENT = ("openbot_journal_rows", "openbot_activity_rows", "openbot_driver", _WOKEN, TOOK_ONLY, FREES)
+_TRANSIENT = (
+    "openbot_journal_rows",
+    "openbot_activity_rows",
+    "openbot_driver",
+    "openbot_run_last_seq",
+    _WOKEN,
+    TOOK_ONLY,
+    FREES,
+)
 
 
 def _commit_and_close(session: Session) -> None:

@@ -120,9 +120,9 @@ class PostgresDialect(Dialect):
         connection sends, and before its commit; a rollback drops them."""
         sync = engine.sync_engine
         event.listen(sync, "before_cursor_execute", lambda conn, *_: driver.send_pending_now(conn))
-        event.listen(sync, "commit", driver.send_pending_now)
+        event.listen(sync, "commit", driver.commit_now)
         event.listen(sync, "rollback", driver.drop_pending)
-        event.listen(sync.pool, "checkin", lambda _dbapi, record: record.info.pop(driver.PENDING, None))
+        event.listen(sync.pool, "checkin", _forget_held)
 
     async def lock_bot(self, session: AsyncSession, bot_id: str) -> None:
         # NO KEY UPDATE: serialises claimers of this bot without blocking the foreign-key checks
@@ -142,7 +142,8 @@ class PostgresDialect(Dialect):
         self, session: Session, activity: Sequence[Any], events: Sequence[Any], sender: str
     ) -> None:
         """Activity rows, then journal rows last and under the lock: every INSERT in one pipeline
-        (one round trip, with the writes the fast path holds), followed by the commit.
+        with the writes the fast path holds and the COMMIT itself (``driver.at_commit``: one round
+        trip; anything the ORM still flushes goes out before it).
 
         Taking the journal lock last means a transaction holding it waits for nothing but its own
         commit, so it can never be part of a lock cycle; holding it through commit makes journal
@@ -180,10 +181,14 @@ class PostgresDialect(Dialect):
                 )
             statements.append(fast.bound(_journal_insert(len(chunk)), sa_dialect, params))
             chunks.append(chunk)
-        # Each sequence is drawn in VALUES order (the journal's under the lock): sorted ids match.
-        for chunk, found in zip(chunks, driver.fetch_now(connection, statements), strict=True):
-            for row, id_ in zip(chunk, sorted(row[0] for row in found), strict=True):
-                row.id = id_
+
+        def took(rows: list[Sequence[Any]]) -> None:
+            # Each sequence is drawn in VALUES order (the journal's under the lock): sorted ids match.
+            for chunk, found in zip(chunks, rows, strict=True):
+                for row, id_ in zip(chunk, sorted(row[0] for row in found), strict=True):
+                    row.id = id_
+
+        driver.at_commit(connection, statements, took)
 
     async def listen(self, url: str, heard: Callable[[str], None]) -> None:
         """LISTEN on a connection of its own; reconnect after a failure (the poll covers the gap)."""
@@ -215,6 +220,12 @@ class PostgresDialect(Dialect):
         saver = AsyncPostgresSaver(pool)
         await saver.setup()
         return saver
+
+
+def _forget_held(_dbapi: Any, record: Any) -> None:
+    """A connection back in the pool keeps nothing a transaction of it held back."""
+    record.info.pop(driver.PENDING, None)
+    record.info.pop(driver.AT_COMMIT, None)
 
 
 def announcement_of(session: Session, sender: str) -> str:

@@ -6,9 +6,12 @@
   row lock: ``fast.hold``) is not sent at once: it waits on its connection, with the
   transaction's other such writes, and they go out in order in one psycopg pipeline (one round
   trip) with the next statement that returns rows, or before any statement of the ORM, or before
-  the commit (the engine hooks :func:`send_pending_now` and :func:`drop_pending`, installed by
-  ``Dialect.configure``). What the transaction reads, or commits, always comes after every write
-  before it. Reads that do not depend on each other go out together too (:func:`send_all`).
+  the commit (the engine hooks :func:`send_pending_now`, :func:`commit_now` and
+  :func:`drop_pending`, installed by ``Dialect.configure``). What the transaction reads, or
+  commits, always comes after every write before it. Reads that do not depend on each other go
+  out together too (:func:`send_all`). The last writes go out with the COMMIT itself: the
+  transaction's final round trip carries its held writes, the statements it writes at commit
+  (the journal's: :func:`at_commit`) and the COMMIT, so locks taken late are held for one trip.
 * A driver's error is raised as SQLAlchemy raises it (``IntegrityError``, …), on both backends.
 """
 
@@ -26,13 +29,14 @@ from openbot.store.inline_sqlite import sqlite_of
 
 _DRIVER = "openbot_driver"  # session.info: (transaction, driver connection, its info)
 PENDING = "openbot_pending"  # Connection.info: writes waiting for the next round trip (PostgreSQL)
+AT_COMMIT = "openbot_at_commit"  # Connection.info: statements to send with the COMMIT (``at_commit``)
 _IDLE = 0  # psycopg's pq.TransactionStatus.IDLE: no transaction open yet (its BEGIN is still to send)
 
 #: Called with the SQL and parameters of every statement sent to a driver here (the benchmarks
 #: count statements with it; SQLAlchemy's own ``before_cursor_execute`` does not see these).
 statement_listeners: list[Callable[[str, Any], None]] = []
 #: Called with the number of statements each time statements go to a PostgreSQL server in one
-#: round trip (the benchmarks count round trips with it).
+#: round trip, COMMIT aside (0: a COMMIT alone); the benchmarks count round trips with it.
 trip_listeners: list[Callable[[int], None]] = []
 
 
@@ -111,20 +115,40 @@ async def send_pending(driver: Any, info: dict[str, Any]) -> None:
         await _pipeline(driver, pending, wanted=0)
 
 
-def fetch_now(connection: Any, statements: Sequence[tuple[str, Any]]) -> list[Sequence[Any]]:
-    """PostgreSQL, from inside SQLAlchemy's synchronous code (a commit hook): ``statements``, each
-    returning rows, after the writes waiting on the connection, in one pipeline; their rows."""
+def at_commit(
+    connection: Any, statements: Sequence[tuple[str, Any]], took: Callable[[list[Sequence[Any]]], None]
+) -> None:
+    """PostgreSQL, from a ``before_commit`` hook: send ``statements`` (each returning rows) last,
+    after every other write of the transaction, in the COMMIT's own round trip (:func:`commit_now`);
+    ``took`` gets their rows once the commit succeeded. Nothing is sent if the transaction rolls
+    back instead."""
+    connection.info[AT_COMMIT] = (list(statements), took)
+
+
+def commit_now(connection: Any) -> None:
+    """The engine's commit hook: the held writes, the statements queued by :func:`at_commit` and
+    the COMMIT, in one pipeline. The driver's own commit that follows finds no transaction open
+    and sends nothing. With nothing held or queued, the driver commits as usual."""
+    info = connection.info
+    queued = info.pop(AT_COMMIT, None)
+    pending = info.pop(PENDING, None) or []
+    raw = connection.connection.driver_connection
+    if queued is None and not pending:
+        if raw.info.transaction_status != _IDLE:
+            for listener in trip_listeners:  # the driver's own COMMIT, a round trip of its own
+                listener(0)
+        return
+    statements, took = queued or ([], None)
     from sqlalchemy.util import await_only
 
-    rows: list[Sequence[Any]] = await_only(
-        send_all(connection.connection.driver_connection, connection.info, statements)
-    )
-    return rows
+    rows = await_only(_pipeline(raw, [*pending, *statements], wanted=len(statements), commit=True))
+    if took is not None:
+        took(rows)
 
 
 def send_pending_now(connection: Any) -> None:
-    """The engine hook: before the ORM's own statements and the commit, send what waits, from
-    inside SQLAlchemy's synchronous code."""
+    """The engine hook: before the ORM's own statements, send what waits, from inside
+    SQLAlchemy's synchronous code."""
     info = connection.info
     if info.get(PENDING):
         from sqlalchemy.util import await_only
@@ -137,11 +161,15 @@ def drop_pending(connection: Any) -> None:
     an interrupted statement has no ``info`` to read any more; the pool's check-in clears it.)"""
     if not (connection.invalidated or connection.closed):
         connection.info.pop(PENDING, None)
+        connection.info.pop(AT_COMMIT, None)
 
 
-async def _pipeline(driver: Any, statements: list[tuple[str, Any]], *, wanted: int) -> list[Sequence[Any]]:
-    """``statements`` in one psycopg pipeline (one round trip); the rows of the last ``wanted``."""
-    text, params = statements[0]
+async def _pipeline(
+    driver: Any, statements: list[tuple[str, Any]], *, wanted: int, commit: bool = False
+) -> list[Sequence[Any]]:
+    """``statements`` in one psycopg pipeline (one round trip), followed by the COMMIT if
+    ``commit``; the rows of the last ``wanted``."""
+    text, params = statements[0] if statements else ("COMMIT", ())
     for listener in trip_listeners:
         listener(len(statements))
     try:
@@ -151,6 +179,9 @@ async def _pipeline(driver: Any, statements: list[tuple[str, Any]], *, wanted: i
                 if statement_listeners:
                     sent(text, params)
                 cursors.append(await driver.execute(text, params))
+            if commit:
+                text, params = "COMMIT", ()
+                await driver.commit()
             return [await cursor.fetchall() for cursor in cursors[len(cursors) - wanted :]]
     except Exception as error:
         raise _as_sqlalchemy(error, text, params) from error

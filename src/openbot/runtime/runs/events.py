@@ -35,13 +35,32 @@ _ADD_EVENT = fast.Sql(
     )
     .returning(RunEvent.seq)
 )
+# The same with the number given (``fenced(numbered=True)``): nothing to read back.
+_ADD_NUMBERED_EVENT = fast.Sql(
+    insert(RunEvent).values(
+        run_id=bindparam("run_id"),
+        seq=bindparam("seq"),
+        type=bindparam("type"),
+        payload=bindparam("payload", type_=RunEvent.payload.type),
+        created_at=bindparam("created_at", type_=RunEvent.created_at.type),
+    )
+)
+_LAST_SEQ = "openbot_run_last_seq"  # session.info: {run id: its last event's seq} (``fenced``)
 _RUN = Columns(Run, "run_")
 _BOT = Columns(Actor, "bot_")
 _THREAD = Columns(Thread, "thread_")
 # The run locked (FOR UPDATE OF runs on PostgreSQL; SQLite's writer holds the database), with its
-# bot and thread, in one read.
+# bot and thread and the number of its last event, in one read.
 _FENCED = fast.Sql(
-    select(*_RUN.columns, *_BOT.columns, *_THREAD.columns)
+    select(
+        *_RUN.columns,
+        *_BOT.columns,
+        *_THREAD.columns,
+        select(func.coalesce(func.max(RunEvent.seq), 0))
+        .where(RunEvent.run_id == Run.id)
+        .scalar_subquery()
+        .label("last_seq"),
+    )
     .join(Actor, Actor.id == Run.bot_id)
     .join(Thread, Thread.id == Run.thread_id)
     .where(Run.id == bindparam("run_id"))
@@ -99,24 +118,43 @@ def move(run: Run, target: RunStatus) -> None:
 
 
 async def add_run_event(session: AsyncSession, run: Run, type_: str, payload: dict[str, Any]) -> RunEvent:
-    """Append the run's next event: the seq is computed inside the INSERT (one statement, not two)."""
+    """Append the run's next event. Its number is the one after the last that ``fenced(numbered=
+    True)`` read in this transaction, when it did (the INSERT then returns nothing, and on
+    PostgreSQL waits to go out with the next round trip); otherwise it is computed inside the
+    INSERT and read back (one statement, not two)."""
     stamp = now(session)
-    params = {"run_id": run.id, "type": type_, "payload": payload, "created_at": stamp}
-    seq = (await fast.execute(session, _ADD_EVENT, params))[0][0]
+    params: dict[str, Any] = {"run_id": run.id, "type": type_, "payload": payload, "created_at": stamp}
+    numbered: dict[str, int] | None = session.sync_session.info.get(_LAST_SEQ)
+    if numbered is not None and run.id in numbered:
+        seq = params["seq"] = numbered[run.id] + 1
+        numbered[run.id] = seq
+        await fast.execute(session, _ADD_NUMBERED_EVENT, params)
+    else:
+        seq = (await fast.execute(session, _ADD_EVENT, params))[0][0]
     # A detached copy of the row for the journal and the caller (the row itself is written).
     event = RunEvent(run_id=run.id, seq=int(seq), type=type_, payload=payload, created_at=stamp)
     append_event(session, "run.event", run_event_view(event, run.thread_id), run.thread_id)
     return event
 
 
-async def fenced(session: AsyncSession, run_id: str, token: int) -> tuple[Run, Actor, Thread]:
+async def fenced(
+    session: AsyncSession, run_id: str, token: int, *, numbered: bool = False
+) -> tuple[Run, Actor, Thread]:
     """Lock the run (with its bot and thread) if this lease still owns it; raise StaleLease if not.
 
     The run comes back as a detached :class:`Run` (the session does not track it: what the worker
-    changes is written by :func:`save`), the bot and thread as read-only records."""
+    changes is written by :func:`save`), the bot and thread as read-only records.
+
+    ``numbered``: the caller is the only one appending events to the run until this transaction
+    ends (a finish: the agent is done), so the events it adds are numbered from the last one read
+    here and never read back. Not for appenders that may overlap (a run's tools record events
+    while others run): on PostgreSQL a fence that waited for another's lock read the number as it
+    was before the other committed."""
     row = await fast.first(session, _FENCED, {"run_id": run_id})
     if row is None or row.run_status != RunStatus.RUNNING or row.run_lease_token != token:
         raise StaleLease(f"run {run_id} moved on without this worker", {"run_id": run_id})
+    if numbered:
+        session.sync_session.info.setdefault(_LAST_SEQ, {})[run_id] = int(row.last_seq)
     return Run(**_RUN.values(row)), _BOT.of(row), _THREAD.of(row)
 
 

@@ -60,7 +60,7 @@ async def finish(session: AsyncSession, claim: Claim, outcome: Outcome, delivery
     Without it, mail posted while this transaction runs could be missed by both: the claim saw
     the ceiling, and the check ran before the mail was committed."""
     await dialect(session).share_bot(session, claim.bot_id)  # sent with the fence, before it
-    run, bot, thread = await fenced(session, claim.run_id, claim.token)
+    run, bot, thread = await fenced(session, claim.run_id, claim.token, numbered=True)
     run.input_tokens += outcome.input_tokens
     run.output_tokens += outcome.output_tokens
     run.model_calls += outcome.model_calls
