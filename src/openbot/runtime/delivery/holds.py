@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import ColumnElement, Label, bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from openbot.core.ids import new_id
@@ -108,6 +108,23 @@ class Leftover:
 
     held: bool
     mail: bool  # anywhere: the bot's worker should look again
+
+
+def leftover_columns(
+    bot_id: ColumnElement[str], thread_id: ColumnElement[str]
+) -> tuple[Label[bool], Label[bool]]:
+    """:class:`Leftover`'s two columns, ``held`` and ``mail``, for a bot and thread named by columns
+    of the read they go into (a finish reads them with its fence: ``runs.outcome``)."""
+    held = (
+        select(HeldHandoff.id)
+        .where(
+            HeldHandoff.thread_id == thread_id,
+            HeldHandoff.sender_id == bot_id,
+            HeldHandoff.status == HoldStatus.PENDING,
+        )
+        .exists()
+    )
+    return held.label("held"), any_mail(bot_id).label("mail")
 
 
 async def leftover(session: AsyncSession, bot_id: str, thread_id: str) -> Leftover:

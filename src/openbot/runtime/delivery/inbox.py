@@ -7,7 +7,7 @@ bot, so no caller has to remember to wake anyone.
 
 from __future__ import annotations
 
-from sqlalchemy import BindParameter, Exists, Select, bindparam, func, select, update
+from sqlalchemy import BindParameter, ColumnElement, Exists, Select, bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from openbot.core.errors import Forbidden, NotFound
@@ -76,7 +76,7 @@ async def has_mail(session: AsyncSession, bot_id: str) -> bool:
     return bool((await fast.execute(session, _HAS_MAIL, {"bot_id": bot_id}))[0][0])
 
 
-def any_mail(actor_id: BindParameter[str]) -> Exists:
+def any_mail(actor_id: ColumnElement[str]) -> Exists:
     """Whether the actor has anything queued at all (for a bot: worth waking its worker for)."""
     return (
         select(InboxItem.id)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import bindparam, func, insert, select, update
+from sqlalchemy import ColumnElement, bindparam, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from openbot.core.errors import StaleLease
@@ -49,23 +49,31 @@ _LAST_SEQ = "openbot_run_last_seq"  # session.info: {run id: its last event's se
 _RUN = Columns(Run, "run_")
 _BOT = Columns(Actor, "bot_")
 _THREAD = Columns(Thread, "thread_")
-# The run locked (FOR UPDATE OF runs on PostgreSQL; SQLite's writer holds the database), with its
-# bot and thread and the number of its last event, in one read.
-_FENCED = fast.Sql(
-    select(
-        *_RUN.columns,
-        *_BOT.columns,
-        *_THREAD.columns,
-        select(func.coalesce(func.max(RunEvent.seq), 0))
-        .where(RunEvent.run_id == Run.id)
-        .scalar_subquery()
-        .label("last_seq"),
+
+
+def fence_statement(*extra: ColumnElement[Any]) -> fast.Sql:
+    """The fence's read (:func:`fenced_with`): the run locked (FOR UPDATE OF runs on PostgreSQL;
+    SQLite's writer holds the database), with its bot and thread, the number of its last event and
+    the ``extra`` columns (which may refer to ``Run``'s), in one statement."""
+    return fast.Sql(
+        select(
+            *_RUN.columns,
+            *_BOT.columns,
+            *_THREAD.columns,
+            select(func.coalesce(func.max(RunEvent.seq), 0))
+            .where(RunEvent.run_id == Run.id)
+            .scalar_subquery()
+            .label("last_seq"),
+            *extra,
+        )
+        .join(Actor, Actor.id == Run.bot_id)
+        .join(Thread, Thread.id == Run.thread_id)
+        .where(Run.id == bindparam("run_id"))
+        .with_for_update(of=Run)
     )
-    .join(Actor, Actor.id == Run.bot_id)
-    .join(Thread, Thread.id == Run.thread_id)
-    .where(Run.id == bindparam("run_id"))
-    .with_for_update(of=Run)
-)
+
+
+_FENCED = fence_statement()
 # What a worker changes on its run, written back in one statement (``save``).
 _SAVE = fast.Sql(
     update(Run)
@@ -137,25 +145,33 @@ async def add_run_event(session: AsyncSession, run: Run, type_: str, payload: di
     return event
 
 
-async def fenced(
-    session: AsyncSession, run_id: str, token: int, *, numbered: bool = False
-) -> tuple[Run, Actor, Thread]:
+async def fenced(session: AsyncSession, run_id: str, token: int) -> tuple[Run, Actor, Thread]:
+    """Lock the run (with its bot and thread) if this lease still owns it; raise StaleLease if not
+    (:func:`fenced_with`, reading nothing more)."""
+    run, bot, thread, _row = await fenced_with(session, _FENCED, run_id, token)
+    return run, bot, thread
+
+
+async def fenced_with(
+    session: AsyncSession, statement: fast.Sql, run_id: str, token: int, *, numbered: bool = False
+) -> tuple[Run, Actor, Thread, fast.Record]:
     """Lock the run (with its bot and thread) if this lease still owns it; raise StaleLease if not.
 
     The run comes back as a detached :class:`Run` (the session does not track it: what the worker
-    changes is written by :func:`save`), the bot and thread as read-only records.
+    changes is written by :func:`save`), the bot and thread as read-only records, and the row
+    ``statement`` (a :func:`fence_statement`) read, for its extra columns.
 
     ``numbered``: the caller is the only one appending events to the run until this transaction
     ends (a finish: the agent is done), so the events it adds are numbered from the last one read
     here and never read back. Not for appenders that may overlap (a run's tools record events
     while others run): on PostgreSQL a fence that waited for another's lock read the number as it
     was before the other committed."""
-    row = await fast.first(session, _FENCED, {"run_id": run_id})
+    row = await fast.first(session, statement, {"run_id": run_id})
     if row is None or row.run_status != RunStatus.RUNNING or row.run_lease_token != token:
         raise StaleLease(f"run {run_id} moved on without this worker", {"run_id": run_id})
     if numbered:
         session.sync_session.info.setdefault(_LAST_SEQ, {})[run_id] = int(row.last_seq)
-    return Run(**_RUN.values(row)), _BOT.of(row), _THREAD.of(row)
+    return Run(**_RUN.values(row)), _BOT.of(row), _THREAD.of(row), row
 
 
 async def save(session: AsyncSession, run: Run) -> None:

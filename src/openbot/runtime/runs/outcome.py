@@ -18,13 +18,21 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from openbot.core.scheduling import ItemKind
 from openbot.core.states import ItemStatus, RunStatus, check
 from openbot.runtime import notices
-from openbot.runtime.delivery.holds import after_run, leftover, release_holds
-from openbot.runtime.delivery.inbox import enqueue, has_mail
+from openbot.runtime.delivery.holds import Leftover, leftover_columns, release_holds
+from openbot.runtime.delivery.inbox import enqueue
 from openbot.runtime.delivery.post import Delivery
 from openbot.runtime.memory import pending
 from openbot.runtime.memory.context import record
 from openbot.runtime.runs.claim import Claim
-from openbot.runtime.runs.events import add_run_event, fenced, journal_run, log_run, move, save
+from openbot.runtime.runs.events import (
+    add_run_event,
+    fence_statement,
+    fenced_with,
+    journal_run,
+    log_run,
+    move,
+    save,
+)
 from openbot.store import fast
 from openbot.store.db import dialect, now
 from openbot.store.dialect import frees_only
@@ -35,6 +43,12 @@ _SETTLE = fast.Sql(
     .where(InboxItem.id.in_(bindparam("ids", expanding=True)), InboxItem.status == ItemStatus.PROCESSING)
     .values(status=bindparam("status"), updated_at=bindparam("stamp", type_=InboxItem.updated_at.type))
 )
+
+# The fence, with what the run leaves behind: whether its bot holds hand-offs in the thread and
+# has mail queued anywhere (``holds.Leftover``), read in the same statement. Nothing the finish
+# writes changes either, and what others write that could (a claim leaving mail queued) has
+# committed before this read or waits for the finish (``Dialect.share_bot``, sent before it).
+_FENCE = fence_statement(*leftover_columns(Run.bot_id.expression, Run.thread_id.expression))
 
 
 @dataclass
@@ -60,7 +74,8 @@ async def finish(session: AsyncSession, claim: Claim, outcome: Outcome, delivery
     Without it, mail posted while this transaction runs could be missed by both: the claim saw
     the ceiling, and the check ran before the mail was committed."""
     await dialect(session).share_bot(session, claim.bot_id)  # sent with the fence, before it
-    run, bot, thread = await fenced(session, claim.run_id, claim.token, numbered=True)
+    run, bot, thread, row = await fenced_with(session, _FENCE, claim.run_id, claim.token, numbered=True)
+    left = Leftover(held=bool(row.held), mail=bool(row.mail))
     run.input_tokens += outcome.input_tokens
     run.output_tokens += outcome.output_tokens
     run.model_calls += outcome.model_calls
@@ -69,13 +84,14 @@ async def finish(session: AsyncSession, claim: Claim, outcome: Outcome, delivery
     if outcome.interrupt is not None:
         await _pause(session, run, bot, thread, claim.item_ids, outcome.interrupt)
         await save(session, run)
-        more = await has_mail(session, bot.id)
     elif outcome.error is None:
-        more = await _complete(session, run, bot, thread, claim.item_ids, outcome.reply, delivery)
+        await _complete(session, run, bot, thread, claim.item_ids, outcome.reply, delivery, left)
     else:
         await _fail(session, run, bot, thread, claim.item_ids, outcome.error, delivery)
         await save(session, run)
-        more = await after_run(session, bot, thread.id)
+        if left.held:
+            await release_holds(session, bot, thread.id)
+    more = left.mail
     # The bot has room again: other processes wake it if it has mail, and look for nothing else
     # (bots this transaction gave mail to are named anyway).
     frees_only(session, [bot.id] if more else [])
@@ -141,12 +157,14 @@ async def _complete(
     items: Sequence[str],
     reply: str | None,
     delivery: Delivery,
-) -> bool:
-    """Complete the run and post its reply; returns whether the bot has mail queued still.
+    left: Leftover,
+) -> None:
+    """Complete the run and post its reply.
 
-    The reply is posted after the read of what the run leaves behind: the post locks the thread's
-    row (posts to one thread serialise, DESIGN §6) and runs of other bots finishing in the same
-    thread wait on that lock, so that read's round trip is kept out of it. The reply's id is
+    The post locks the thread's row (posts to one thread serialise, DESIGN §6) and runs of other
+    bots finishing in the same thread wait on that lock: nothing is read after it but what the
+    post itself reads (on PostgreSQL the writes before it go out with its first statement, and the
+    writes after it with the commit: two round trips under the lock). The reply's id is
     drawn under the lock (message ids follow the order posts commit in a thread). Holds are
     released after the reply, and journalled after the run's own rows, as before: a hand-off the
     reply makes for real supersedes a held one to the same bot. The reply holds a hand-off only
@@ -157,7 +175,6 @@ async def _complete(
     # Owe a reflection (one upsert, nothing when the bot's memory is off): the durable debounce.
     await pending.schedule(session, bot.id, thread.id, next(iter(run.trigger_message_ids), None))
     await save(session, run)
-    left = await leftover(session, bot.id, thread.id)
     if reply:
         result = await delivery.post(session, thread, reply, sender=bot, hop=run.hop + 1, run_id=run.id)
         await add_run_event(session, run, "message", {"message_id": result.message.id})
@@ -171,7 +188,6 @@ async def _complete(
     )
     if left.held:
         await release_holds(session, bot, thread.id)
-    return left.mail
 
 
 async def settle(session: AsyncSession, item_ids: Sequence[str], status: ItemStatus, stamp: datetime) -> None:
