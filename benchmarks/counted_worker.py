@@ -58,7 +58,13 @@ def install(path: Path) -> Counter[str]:
     event.listen(Engine, "before_cursor_execute", on_statement)
     event.listen(Engine, "begin", lambda *_a: counts.update(["transactions"]))
     event.listen(Engine, "commit", lambda *_a: counts.update(["commits"]))  # its trip: the driver's
-    event.listen(Engine, "rollback", lambda *_a: counts.update(["rollbacks", "round_trips"]))
+
+    def on_rollback(conn: Any) -> None:
+        counts["rollbacks"] += 1
+        if driver.in_transaction(conn):  # autocommit reads end with a rollback that sends nothing
+            counts["round_trips"] += 1
+
+    event.listen(Engine, "rollback", on_rollback)
     driver.statement_listeners.append(on_sent)
     driver.trip_listeners.append(lambda _statements: counts.update(["round_trips"]))
     atexit.register(lambda: path.write_text(json.dumps(dict(counts))))

@@ -100,7 +100,7 @@ class DbCounter:
             ("begin", lambda *_args: self.counts.update(["transactions"])),
             # A COMMIT's round trip is counted by the driver: alone, or with the last writes.
             ("commit", lambda *_args: self.counts.update(["commits"])),
-            ("rollback", lambda *_args: self.counts.update(trips)),
+            ("rollback", self._rolled_back),
         ]
 
     def __enter__(self) -> DbCounter:
@@ -110,6 +110,11 @@ class DbCounter:
         driver.statement_listeners.append(self._sent)
         driver.trip_listeners.append(self._trip)
         return self
+
+    def _rolled_back(self, connection: Any) -> None:
+        # A rollback with no transaction open on the server (autocommit reads) sends nothing.
+        if self._networked and driver.in_transaction(connection):
+            self.counts.update(["round_trips"])
 
     def _sent(self, *_statement: Any) -> None:
         self.counts.update(["statements"])

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from conftest import Team
 from openbot.core.ids import new_id
@@ -208,6 +209,29 @@ async def test_the_last_writes_and_the_journal_go_out_with_the_commit(rt: Runtim
     assert [e.data for e in events] == [{"n": 1}, {"n": 2}]
     assert (hop, logged) == (1, 1)
     assert heads == [{thread: events[-1].id}]  # the ids the listeners got are the committed ones
+
+
+async def test_a_reader_leaves_no_transaction_to_end(rt: Runtime, team: Team) -> None:
+    """``Database.reader``: on PostgreSQL each read is a transaction of its own (autocommit), so
+    nothing is left open between reads and no ROLLBACK goes out at the end; it sees what was
+    committed before each read, on both backends."""
+    thread = await team.thread()
+    row = _message(thread, "read me")
+    async with rt.db.transaction() as s:
+        await inserts.insert(s, row)
+    trips: list[int] = []
+    driver.trip_listeners.append(trips.append)
+    try:
+        async with rt.db.reader() as r:
+            found = await fast.execute(r, _HOP_ZERO, {"thread_id": thread})
+            if rt.db.dialect.shared:
+                assert isinstance(r, AsyncSession)
+                raw, _info = await driver.connection_of(r)
+                assert raw.info.transaction_status == 0  # idle: the read committed by itself
+    finally:
+        driver.trip_listeners.remove(trips.append)
+    assert row.id in {f.id for f in found}
+    assert trips == ([1] if rt.db.dialect.shared else [])  # the read; no BEGIN, no ROLLBACK
 
 
 async def test_a_held_row_lock_is_taken_before_the_read_it_travels_with(rt: Runtime, team: Team) -> None:

@@ -94,6 +94,16 @@ class Database:
         info = {"database": self}
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False, info=info)
         self.read_sessions = async_sessionmaker(self.read_engine, expire_on_commit=False, info=info)
+        # PostgreSQL's ``reader``: each statement its own transaction. Under READ COMMITTED every
+        # statement of a transaction reads its own snapshot anyway; without BEGIN there is no
+        # ROLLBACK to send at the end (a round trip).
+        self._statement_sessions = (
+            async_sessionmaker(
+                self.engine.execution_options(isolation_level="AUTOCOMMIT"), expire_on_commit=False, info=info
+            )
+            if self.dialect.shared
+            else self.read_sessions
+        )
         self.journal_listeners: list[Callable[[dict[str | None, int]], None]] = []
         self.activity_listeners: list[Callable[[list[Any]], None]] = []
         self.mail_listeners: list[Callable[[list[str]], None]] = []
@@ -147,9 +157,14 @@ class Database:
     @asynccontextmanager
     async def reader(self) -> AsyncIterator[AsyncSession | Reader]:
         """A read-only transaction for the fast path's reads (``store.fast``): on SQLite a plain
-        connection from a small pool of this database's own (WAL: it never waits for the writer),
-        on PostgreSQL a read session."""
-        if self.dialect.shared or self._memory:
+        connection from a small pool of this database's own (WAL: it never waits for the writer);
+        on PostgreSQL a session whose statements each commit on their own (autocommit: no
+        transaction to end, and each reads a snapshot of its own, as under READ COMMITTED)."""
+        if self.dialect.shared:
+            async with self._statement_sessions() as session:
+                yield session
+            return
+        if self._memory:
             async with self.read() as session:
                 yield session
             return

@@ -146,6 +146,14 @@ def commit_now(connection: Any) -> None:
         took(rows)
 
 
+def in_transaction(connection: Any) -> bool:
+    """Whether a SQLAlchemy connection's driver has a transaction open on the server (PostgreSQL):
+    a rollback of one that has not (autocommit reads, a transaction that sent nothing) sends
+    nothing. The benchmarks count round trips with it."""
+    raw = connection.connection.driver_connection
+    return bool(raw.info.transaction_status != _IDLE)
+
+
 def send_pending_now(connection: Any) -> None:
     """The engine hook: before the ORM's own statements, send what waits, from inside
     SQLAlchemy's synchronous code."""
