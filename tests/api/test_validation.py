@@ -321,3 +321,25 @@ async def test_a_script_that_could_stall_the_server_is_refused(
     assert "script[0].match" in error["message"]
     assert await _bots(client) == before
     assert (await client.get("/api/v1/health")).json() == {"ok": True}
+
+
+# -- a handle is the whole string: a final newline is not let by --------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/api/v1/bots", {"handle": "cd\n"}),
+        ("/api/v1/actors", {"kind": "human", "handle": "ef\n", "name": "x"}),
+        ("/api/v1/actors", {"kind": "human", "handle": "ef\r\n", "name": "x"}),
+    ],
+)
+async def test_a_handle_with_a_trailing_newline_is_refused(
+    client: httpx.AsyncClient, path: str, body: dict[str, Any]
+) -> None:
+    """``[a-z0-9_-]{2,32}`` is the whole handle: Python's ``$`` also matches before a final ``\\n``,
+    which let ``cd\\n`` in beside ``cd``."""
+    before = (await client.get("/api/v1/actors")).json()["items"]
+    _error(await client.post(path, json=body), 422, "invalid_argument")
+    after = (await client.get("/api/v1/actors")).json()["items"]
+    assert after == before  # nothing written

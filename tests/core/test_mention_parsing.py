@@ -38,3 +38,13 @@ def test_mentions_inside_backticks_are_code(text: str, mentions: list[str]) -> N
 )
 def test_a_suggestion_is_the_closest_handle_only_when_close(typed: str, meant: str | None) -> None:
     assert suggest_handle(typed, TEAM) == meant
+
+
+def test_a_handle_or_a_tool_source_name_is_the_whole_string() -> None:
+    from openbot.core.mentions import is_valid_handle
+    from openbot.runtime.tools.mcp_config import SERVER_NAME
+    from openbot.runtime.tools.skills import _NAME as SKILL_NAME
+
+    assert is_valid_handle("cd") and not is_valid_handle("cd\n")
+    assert SERVER_NAME.match("files") and not SERVER_NAME.match("files\n")
+    assert SKILL_NAME.match("pdf") and not SKILL_NAME.match("pdf\n")

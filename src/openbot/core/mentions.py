@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable
 
 HANDLE_PATTERN = r"[a-z0-9_-]{2,32}"
-HANDLE_RE = re.compile(rf"^{HANDLE_PATTERN}$")
+HANDLE_RE = re.compile(HANDLE_PATTERN)
 _MENTION_RE = re.compile(r"(?<![\w@.])@([A-Za-z0-9_-]{2,32})(?![A-Za-z0-9_-])")
 # A fenced block (``` or ~~~ up to the same fence, or to the end) or an inline span of backticks
 # closed by as many (CommonMark's rule); each is replaced by one space before mentions are read.
@@ -38,4 +38,5 @@ def suggest_handle(handle: str, known: Iterable[str]) -> str | None:
 
 
 def is_valid_handle(handle: str) -> bool:
-    return bool(HANDLE_RE.match(handle))
+    """The whole of ``handle`` is a handle (``fullmatch``: ``$`` would let a final newline by)."""
+    return HANDLE_RE.fullmatch(handle) is not None

@@ -31,7 +31,7 @@ from openbot.runtime.tools.subagents import SKILL_PREFIX, SubagentHost, run_suba
 log = logging.getLogger(__name__)
 
 # Short enough that skill__<plugin>__<name> fits providers' 64-character tool names; no "__".
-_NAME = re.compile(r"^(?!.*__)[A-Za-z0-9][A-Za-z0-9_-]{0,26}$")
+_NAME = re.compile(r"^(?!.*__)[A-Za-z0-9][A-Za-z0-9_-]{0,26}\Z")
 _MAX_BYTES = 256 * 1024
 
 
