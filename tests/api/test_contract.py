@@ -184,6 +184,10 @@ async def test_resume_body_that_does_not_fit_the_interrupt(client: httpx.AsyncCl
         {"decisions": [{"type": "maybe"}]},
         {"decisions": [{"type": "edit"}]},
         {"decisions": [{"type": "approve"}, {"type": "approve"}]},
+        # A field its kind does not take: refused, not dropped (an approve "with args" is no edit).
+        {"decisions": [{"type": "approve", "args": {"todos": []}}]},
+        {"decisions": [{"type": "reject", "bogus": 1}]},
+        {"decisions": [{"type": "edit", "args": {}, "message": "x"}]},
     ):
         _error(await client.post(f"/api/v1/runs/{approval.id}/resume", json=body), 422, "invalid_argument")
     assert (await client.get(f"/api/v1/runs/{question.id}")).json()["status"] == "waiting_human"

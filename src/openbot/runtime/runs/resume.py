@@ -40,8 +40,18 @@ def resume_value(interrupt: dict[str, Any], body: ResumeBody) -> Any:
     }
 
 
+# The fields each kind of decision may carry; anything else does not fit the interrupt.
+_FIELDS = {"approve": {"type"}, "edit": {"type", "args"}, "reject": {"type", "message"}}
+
+
 def _decision(index: int, decision: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
     kind = decision.get("type")
+    extra = sorted(set(decision) - _FIELDS.get(kind, set(decision))) if isinstance(kind, str) else []
+    if extra:
+        raise InvalidArgument(
+            f"decision {index}: {kind} takes no {', '.join(repr(k) for k in extra)}",
+            {"index": index, "fields": extra},
+        )
     if kind == "approve":
         return {"type": "approve"}
     if kind == "edit":
