@@ -132,15 +132,15 @@ def commit_now(connection: Any) -> None:
     info = connection.info
     queued = info.pop(AT_COMMIT, None)
     pending = info.pop(PENDING, None) or []
-    raw = connection.connection.driver_connection
     if queued is None and not pending:
-        if raw.info.transaction_status != _IDLE:
+        if in_transaction(connection):
             for listener in trip_listeners:  # the driver's own COMMIT, a round trip of its own
                 listener(0)
         return
     statements, took = queued or ([], None)
     from sqlalchemy.util import await_only
 
+    raw = connection.connection.driver_connection
     rows = await_only(_pipeline(raw, [*pending, *statements], wanted=len(statements), commit=True))
     if took is not None:
         took(rows)

@@ -70,14 +70,18 @@ async def hold(
     return notices.handoff_held(sender.handle, handles, message.id, message.hop)
 
 
-# The sender's pending holds in the thread.
-_HELD_HERE = (
-    HeldHandoff.thread_id == bindparam("thread_id"),
-    HeldHandoff.sender_id == bindparam("sender_id"),
-    HeldHandoff.status == HoldStatus.PENDING,
-)
-_PENDING = select(HeldHandoff).where(*_HELD_HERE)
-_ANY_PENDING = select(HeldHandoff.id).where(*_HELD_HERE).exists()
+def _held_here(
+    sender_id: ColumnElement[str], thread_id: ColumnElement[str]
+) -> tuple[ColumnElement[bool], ...]:
+    """The sender's pending holds in the thread (ids as bound values or columns of a wider read)."""
+    return (
+        HeldHandoff.thread_id == thread_id,
+        HeldHandoff.sender_id == sender_id,
+        HeldHandoff.status == HoldStatus.PENDING,
+    )
+
+
+_PENDING = select(HeldHandoff).where(*_held_here(bindparam("sender_id"), bindparam("thread_id")))
 # The sender is not done in the thread: mail queued or claimed, or a run not ended (one waiting
 # for a person has settled its mail, yet its answer may still hand off).
 _UNHANDLED = select(
@@ -97,9 +101,6 @@ _UNHANDLED = select(
     )
     .exists()
 )
-# After a run: whether the bot holds hand-offs in the thread, and whether it has mail queued
-# anywhere (worth waking its worker for), in one read.
-_AFTER_RUN = fast.Sql(select(_ANY_PENDING.label("held"), any_mail(bindparam("sender_id")).label("mail")))
 
 
 @dataclass(frozen=True)
@@ -113,18 +114,15 @@ class Leftover:
 def leftover_columns(
     bot_id: ColumnElement[str], thread_id: ColumnElement[str]
 ) -> tuple[Label[bool], Label[bool]]:
-    """:class:`Leftover`'s two columns, ``held`` and ``mail``, for a bot and thread named by columns
+    """:class:`Leftover`'s two columns: whether the bot holds hand-offs in the thread, and whether
+    it has mail queued anywhere (worth waking its worker for). The ids are bound values, or columns
     of the read they go into (a finish reads them with its fence: ``runs.outcome``)."""
-    held = (
-        select(HeldHandoff.id)
-        .where(
-            HeldHandoff.thread_id == thread_id,
-            HeldHandoff.sender_id == bot_id,
-            HeldHandoff.status == HoldStatus.PENDING,
-        )
-        .exists()
-    )
+    held = select(HeldHandoff.id).where(*_held_here(bot_id, thread_id)).exists()
     return held.label("held"), any_mail(bot_id).label("mail")
+
+
+# After a run, in one read.
+_AFTER_RUN = fast.Sql(select(*leftover_columns(bindparam("sender_id"), bindparam("thread_id"))))
 
 
 async def leftover(session: AsyncSession, bot_id: str, thread_id: str) -> Leftover:

@@ -51,21 +51,18 @@ _BOT = Columns(Actor, "bot_")
 _THREAD = Columns(Thread, "thread_")
 
 
-def fence_statement(*extra: ColumnElement[Any]) -> fast.Sql:
+def fence_statement(*extra: ColumnElement[Any], numbered: bool = False) -> fast.Sql:
     """The fence's read (:func:`fenced_with`): the run locked (FOR UPDATE OF runs on PostgreSQL;
-    SQLite's writer holds the database), with its bot and thread, the number of its last event and
-    the ``extra`` columns (which may refer to ``Run``'s), in one statement."""
+    SQLite's writer holds the database), with its bot and thread, the ``extra`` columns (which may
+    refer to ``Run``'s) and, if ``numbered``, the number of its last event, in one statement."""
+    last_seq = (
+        select(func.coalesce(func.max(RunEvent.seq), 0))
+        .where(RunEvent.run_id == Run.id)
+        .scalar_subquery()
+        .label("last_seq")
+    )
     return fast.Sql(
-        select(
-            *_RUN.columns,
-            *_BOT.columns,
-            *_THREAD.columns,
-            select(func.coalesce(func.max(RunEvent.seq), 0))
-            .where(RunEvent.run_id == Run.id)
-            .scalar_subquery()
-            .label("last_seq"),
-            *extra,
-        )
+        select(*_RUN.columns, *_BOT.columns, *_THREAD.columns, *extra, *([last_seq] if numbered else []))
         .join(Actor, Actor.id == Run.bot_id)
         .join(Thread, Thread.id == Run.thread_id)
         .where(Run.id == bindparam("run_id"))
@@ -161,11 +158,11 @@ async def fenced_with(
     changes is written by :func:`save`), the bot and thread as read-only records, and the row
     ``statement`` (a :func:`fence_statement`) read, for its extra columns.
 
-    ``numbered``: the caller is the only one appending events to the run until this transaction
-    ends (a finish: the agent is done), so the events it adds are numbered from the last one read
-    here and never read back. Not for appenders that may overlap (a run's tools record events
-    while others run): on PostgreSQL a fence that waited for another's lock read the number as it
-    was before the other committed."""
+    ``numbered`` (with a statement built ``numbered``): the caller is the only one appending
+    events to the run until this transaction ends (a finish: the agent is done), so the events it
+    adds are numbered from the last one read here and never read back. Not for appenders that may
+    overlap (a run's tools record events while others run): on PostgreSQL a fence that waited for
+    another's lock read the number as it was before the other committed."""
     row = await fast.first(session, statement, {"run_id": run_id})
     if row is None or row.run_status != RunStatus.RUNNING or row.run_lease_token != token:
         raise StaleLease(f"run {run_id} moved on without this worker", {"run_id": run_id})

@@ -48,7 +48,7 @@ _SETTLE = fast.Sql(
 # has mail queued anywhere (``holds.Leftover``), read in the same statement. Nothing the finish
 # writes changes either, and what others write that could (a claim leaving mail queued) has
 # committed before this read or waits for the finish (``Dialect.share_bot``, sent before it).
-_FENCE = fence_statement(*leftover_columns(Run.bot_id.expression, Run.thread_id.expression))
+_FENCE = fence_statement(*leftover_columns(Run.bot_id.expression, Run.thread_id.expression), numbered=True)
 
 
 @dataclass
