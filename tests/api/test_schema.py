@@ -84,7 +84,7 @@ def test_the_envelope_schema_names_every_stable_code() -> None:
 async def test_status_is_served_in_its_documented_shape(client: httpx.AsyncClient) -> None:
     """The status route's answer passes through its closed model: every key it returns is declared."""
     status = (await client.get("/api/v1/status")).json()
-    assert set(status) == {"runs", "mailboxes", "workers", "backend", "memory"}
+    assert set(status) == {"runs", "mailboxes", "gate", "workers", "backend", "memory"}
     assert status["backend"] in ("sqlite", "postgresql")
     assert status["memory"] == {"index": "lexical"}
     assert status["runs"] == {"queued": 0, "running": 0, "waiting_human": 0}

@@ -60,6 +60,13 @@ class MailboxCounts(TypedDict):
 
 
 @with_config(CLOSED)
+class GateCounts(TypedDict):
+    """Channel messages whose tier-2 gate decision is still owed (also counted in mailboxes.queued)."""
+
+    pending: int
+
+
+@with_config(CLOSED)
 class MemoryIndex(TypedDict):
     """Which relevance index ranks memories (with the embeddings model when it is ``embeddings``)."""
 
@@ -72,6 +79,7 @@ class MemoryIndex(TypedDict):
 class Status(TypedDict):
     runs: RunCounts
     mailboxes: MailboxCounts
+    gate: GateCounts
     workers: int
     backend: str
     memory: MemoryIndex

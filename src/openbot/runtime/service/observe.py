@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import TypedDict
 
-from sqlalchemy import func, select
+from sqlalchemy import false, func, literal, select, true, union_all
 
 from openbot.core.scheduling import ItemKind
 from openbot.core.states import IN_FLIGHT_RUNS, OPEN_ITEMS, ItemStatus, RunStatus
@@ -19,35 +19,51 @@ from openbot.runtime.views import ActivityView, activity_view
 from openbot.store import fast
 from openbot.store.db import Database
 from openbot.store.journal import journal_floor, journal_head, read_journal
-from openbot.store.models import ActivityLog, Actor, Event, InboxItem, Run
+from openbot.store.models import ActivityLog, Actor, Disposition, Event, InboxItem, Run
 
 
 class StatusView(TypedDict):
     runs: dict[str, int]
     mailboxes: dict[str, int]
+    gate: dict[str, int]
     workers: int
     backend: str
     memory: MemoryIndexStatus
 
 
-# What ``status`` counts, in-flight work only: both read indexes, never every run or item ever.
-_RUN_COUNTS = fast.Sql(
-    select(Run.status, func.count().label("n"))
-    .where(Run.status.in_((*IN_FLIGHT_RUNS, RunStatus.WAITING_HUMAN)))
-    .group_by(Run.status)
-)
+# What ``status`` counts, in-flight work only, each part on a read index, never every run or item
+# ever: one statement, so one snapshot on both backends. Work moves gate → mailbox → run → done
+# (and a finish queues the next bot's mail in its own transaction); separate reads could each look
+# between two steps and together read "idle" while work is in flight.
 _WAITING = select(Run.bot_id, Run.thread_id).where(Run.status == RunStatus.WAITING_HUMAN).subquery()
 _PARKED = _WAITING.c.bot_id.is_not(None)
-_MAIL_COUNTS = fast.Sql(
-    select(InboxItem.status, InboxItem.kind, _PARKED.label("parked"), func.count().label("n"))
-    .outerjoin(
-        _WAITING, (_WAITING.c.bot_id == InboxItem.actor_id) & (_WAITING.c.thread_id == InboxItem.thread_id)
+_COUNTS = fast.Sql(
+    union_all(
+        select(
+            literal("run").label("part"),
+            Run.status.label("status"),
+            literal("").label("kind"),
+            false().label("parked"),
+            func.count().label("n"),
+        )
+        .where(Run.status.in_((*IN_FLIGHT_RUNS, RunStatus.WAITING_HUMAN)))
+        .group_by(Run.status),
+        select(literal("mail"), InboxItem.status, InboxItem.kind, _PARKED, func.count())
+        .outerjoin(
+            _WAITING,
+            (_WAITING.c.bot_id == InboxItem.actor_id) & (_WAITING.c.thread_id == InboxItem.thread_id),
+        )
+        # By bot, then status: SQLite seeks ix_inbox_actor_status for each instead of scanning.
+        .where(
+            InboxItem.actor_id.in_(select(Actor.id).where(Actor.kind == "bot")),
+            InboxItem.status.in_(OPEN_ITEMS),
+        )
+        .group_by(InboxItem.status, InboxItem.kind, _PARKED),
+        # Channel messages whose tier-2 gate decision is still owed (ix_dispositions_pending).
+        select(literal("gate"), literal("pending"), literal(""), false(), func.count()).where(
+            Disposition.pending == true()
+        ),
     )
-    # By bot, then status: SQLite seeks ix_inbox_actor_status for each instead of scanning the table.
-    .where(
-        InboxItem.actor_id.in_(select(Actor.id).where(Actor.kind == "bot")), InboxItem.status.in_(OPEN_ITEMS)
-    )
-    .group_by(InboxItem.status, InboxItem.kind, _PARKED)
 )
 
 
@@ -77,17 +93,26 @@ class Observer:
 
     async def status(self) -> StatusView:
         async with self.db.reader() as r:
-            runs, mail = await fast.execute_all(r, [(_RUN_COUNTS, {}), (_MAIL_COUNTS, {})])
-        run_counts = {row.status: row.n for row in runs}
+            rows = await fast.execute(r, _COUNTS)
+        run_counts = {str(k): 0 for k in (*IN_FLIGHT_RUNS, RunStatus.WAITING_HUMAN)}
         mailboxes = {"queued": 0, "processing": 0, "parked": 0}
-        for row in mail:
-            if row.status == ItemStatus.QUEUED and row.parked and row.kind == ItemKind.MESSAGE:
+        pending = 0
+        for row in rows:
+            if row.part == "run":
+                run_counts[row.status] += int(row.n)
+            elif row.part == "gate":
+                pending += int(row.n)
+            elif row.status == ItemStatus.QUEUED and row.parked and row.kind == ItemKind.MESSAGE:
                 mailboxes["parked"] += int(row.n)
             else:
                 mailboxes[row.status] += int(row.n)
+        # A message the gate is still deciding on is work owed to a bot's mailbox: counted as queued,
+        # so "idle" never reads true while a tier-2 decision may yet queue it (docs/decisions.md).
+        mailboxes["queued"] += pending
         return {
-            "runs": {str(k): int(run_counts.get(k, 0)) for k in (*IN_FLIGHT_RUNS, RunStatus.WAITING_HUMAN)},
+            "runs": run_counts,
             "mailboxes": mailboxes,
+            "gate": {"pending": pending},
             "workers": len(self.system.workers),
             "backend": self.db.backend,
             "memory": index_status(self.system.settings),
