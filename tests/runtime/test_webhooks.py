@@ -185,6 +185,7 @@ async def test_a_question_reaches_the_external_actor_and_its_token_answer_resume
     ("url", "private_ok"),
     [
         ("http://169.254.169.254/latest/meta-data", False),
+        ("http://169.254.169.254.:80/", False),  # a final dot still spells the address
         ("http://[fe80::1]:8080/hook", False),
         ("http://100.100.100.200/", False),
         ("http://10.1.2.3/hook", True),

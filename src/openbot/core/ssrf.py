@@ -65,9 +65,11 @@ def parse_url(url: str) -> Target | str:
 
 
 def literal_address(host: str) -> IPAddress | None:
-    """The address a host name spells, if it is an IP literal."""
+    """The address a host name spells, if it is an IP literal (``169.254.169.254.``, with the final
+    dot of a fully qualified name, spells one too: resolvers read it as the address)."""
+    bare = host.strip("[]")
     try:
-        return ipaddress.ip_address(host.strip("[]"))
+        return ipaddress.ip_address(bare[:-1] if bare.endswith(".") else bare)
     except ValueError:
         return None
 
