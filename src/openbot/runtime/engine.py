@@ -96,7 +96,7 @@ class Runtime:
         self.system = ActorSystem(self.db, self.settings, self.runner, self.delivery)
         self.threads = ThreadService(self.db, self.delivery, self.system)
         self.team = TeamService(self.db, self.settings, self.system)
-        self.runs = RunService(self.db, self.delivery, self.system)
+        self.runs = RunService(self.db, self.delivery, self.system, self.tools)
         self.drafts = DraftService(self.db, self.delivery)
         self.observer = Observer(self.db, self.bus, self.system)
         self._task = asyncio.create_task(self.system.run(), name="openbot-actor-system")

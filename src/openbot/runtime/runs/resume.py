@@ -7,8 +7,10 @@ event (items carry no content, invariant 2) and a ``resume`` item wakes the bot.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+import jsonschema
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -22,8 +24,17 @@ from openbot.store.db import now
 from openbot.store.models import Actor, InboxItem, Run, RunEvent
 
 
-def resume_value(interrupt: dict[str, Any], body: ResumeBody) -> Any:
-    """The value LangGraph resumes with, or InvalidArgument if the body does not fit the interrupt."""
+Parameters = Callable[[str], "dict[str, Any] | None"]
+"""A tool's argument schema by name (``ToolRegistry.parameters``); None when it is not known."""
+
+
+def _unknown(_name: str) -> dict[str, Any] | None:
+    return None
+
+
+def resume_value(interrupt: dict[str, Any], body: ResumeBody, parameters: Parameters = _unknown) -> Any:
+    """The value LangGraph resumes with, or InvalidArgument if the body does not fit the interrupt
+    (an ``edit``'s args are checked against the tool's parameters when the tool is known)."""
     if interrupt.get("kind") == "question":
         if body.answer is None or not body.answer.strip() or body.decisions is not None:
             raise InvalidArgument('this run asked a question: resume with {"answer": "..."}')
@@ -36,7 +47,9 @@ def resume_value(interrupt: dict[str, Any], body: ResumeBody) -> Any:
             {"expected_decisions": len(actions)},
         )
     return {
-        "decisions": [_decision(i, d, a) for i, (d, a) in enumerate(zip(decisions, actions, strict=True))]
+        "decisions": [
+            _decision(i, d, a, parameters) for i, (d, a) in enumerate(zip(decisions, actions, strict=True))
+        ]
     }
 
 
@@ -44,7 +57,9 @@ def resume_value(interrupt: dict[str, Any], body: ResumeBody) -> Any:
 _FIELDS = {"approve": {"type"}, "edit": {"type", "args"}, "reject": {"type", "message"}}
 
 
-def _decision(index: int, decision: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
+def _decision(
+    index: int, decision: dict[str, Any], action: dict[str, Any], parameters: Parameters
+) -> dict[str, Any]:
     kind = decision.get("type")
     extra = sorted(set(decision) - _FIELDS.get(kind, set(decision))) if isinstance(kind, str) else []
     if extra:
@@ -58,6 +73,7 @@ def _decision(index: int, decision: dict[str, Any], action: dict[str, Any]) -> d
         args = decision.get("args")
         if not isinstance(args, dict):
             raise InvalidArgument(f"decision {index}: edit needs an 'args' object", {"index": index})
+        _check_args(index, action["name"], args, parameters(action["name"]))
         return {"type": "edit", "edited_action": {"name": action["name"], "args": args}}
     if kind == "reject":
         message = decision.get("message")
@@ -67,8 +83,35 @@ def _decision(index: int, decision: dict[str, Any], action: dict[str, Any]) -> d
     raise InvalidArgument(f"decision {index}: type must be approve, edit or reject", {"index": index})
 
 
+def _check_args(index: int, tool: str, args: dict[str, Any], schema: dict[str, Any] | None) -> None:
+    """Refuse edited args the tool would refuse: the human hears it now (422), not as a tool error
+    after the run resumed. A schema that is not valid JSON Schema (an MCP server's) checks nothing."""
+    if not schema:
+        return
+    try:
+        validator = jsonschema.validators.validator_for(schema)(schema)
+        validator.check_schema(schema)
+    except jsonschema.SchemaError:
+        return
+    errors = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))
+    if errors:
+        found = [
+            {"path": "/".join(str(p) for p in e.absolute_path), "message": e.message} for e in errors[:10]
+        ]
+        raise InvalidArgument(
+            f"decision {index}: the edited args do not fit {tool}'s parameters: {errors[0].message}",
+            {"index": index, "tool": tool, "errors": found},
+        )
+
+
 async def request_resume(
-    session: AsyncSession, run_id: str, body: ResumeBody, answerer: Actor, *, asked_only: bool = False
+    session: AsyncSession,
+    run_id: str,
+    body: ResumeBody,
+    answerer: Actor,
+    *,
+    asked_only: bool = False,
+    parameters: Parameters = _unknown,
 ) -> tuple[Run, Actor]:
     """Record ``answerer``'s answer and wake the bot. With ``asked_only`` (an actor token), only an
     actor whose mailbox got the question may answer it."""
@@ -82,7 +125,7 @@ async def request_resume(
             f"run {run_id}'s question did not reach @{answerer.handle}",
             {"run_id": run_id, "actor": answerer.handle},
         )
-    value = resume_value(run.interrupt, body)
+    value = resume_value(run.interrupt, body, parameters)
     bot = await session.get(Actor, run.bot_id)
     if bot is None:
         raise NotFound(f"run {run_id} has no bot", {"run_id": run_id})

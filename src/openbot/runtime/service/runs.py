@@ -14,6 +14,7 @@ from openbot.runtime.runs.ending import cancel
 from openbot.runtime.runs.resume import request_resume
 from openbot.runtime.scheduler.system import ActorSystem
 from openbot.runtime.scope import member_threads
+from openbot.runtime.tools.registry import ToolRegistry
 from openbot.runtime.team import get_actor
 from openbot.runtime.views import RunDetail, RunView, run_event_view, run_view
 from openbot.store.db import Database
@@ -25,6 +26,7 @@ class RunService:
     db: Database
     delivery: Delivery
     system: ActorSystem
+    tools: ToolRegistry | None = None  # an edit's args are checked against its tool's parameters
 
     async def list_runs(
         self,
@@ -70,7 +72,14 @@ class RunService:
                 answerer = await get_actor(s, speaker)
             except NotFound as exc:
                 raise InvalidArgument(f"unknown actor @{speaker}", {"field": "from"}) from exc
-            run, bot = await request_resume(s, run_id, command, answerer, asked_only=not principal.admin)
+            run, bot = await request_resume(
+                s,
+                run_id,
+                command,
+                answerer,
+                asked_only=not principal.admin,
+                parameters=self.tools.parameters if self.tools else lambda _: None,
+            )
         return run_view(run, bot.handle)
 
     async def cancel(self, run_id: str) -> RunView:

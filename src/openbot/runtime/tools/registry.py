@@ -158,6 +158,15 @@ class ToolRegistry:
     def names(self) -> set[str]:
         return {e.name for e in self.entries()}
 
+    def parameters(self, name: str) -> dict[str, Any] | None:
+        """The JSON schema of a tool's arguments, as ``GET /tools`` shows it; None for a tool not
+        known here now (an MCP server that is down, a tool removed since the run paused)."""
+        for entry in self.entries():
+            if entry.name == name:
+                parameters: dict[str, Any] = describe(entry)["parameters"]
+                return parameters
+        return None
+
     def groups(self) -> set[str]:
         return {g for e in self.entries() for g in e.groups}
 
