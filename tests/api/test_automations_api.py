@@ -20,6 +20,7 @@ from openbot.core.clock import FakeClock
         ({"cron": "0 9 * * *", "bot": "you"}, "unknown_bot"),
         ({"cron": "0 9 * * *", "thread_id": "thr_missing"}, "unknown_thread"),
         ({"at": "2025-12-31T23:59:00Z"}, "at_in_past"),
+        ({"at": "2025-12-31T23:59:00Z", "enabled": False}, "at_in_past"),  # it could never fire
         ({"at": "next tuesday"}, "bad_at"),
         ({"cron": "0 0 31 2 *"}, "bad_cron"),  # valid, but February has no 31st: it never fires
         ({"at": "9999-12-31T23:59:59-14:00"}, "bad_at"),  # past the last datetime once in UTC
@@ -55,6 +56,13 @@ async def test_automation_routes_round_trip(client: httpx.AsyncClient, team: Tea
     off = (await client.patch(f"/api/v1/automations/{made['id']}", json={"enabled": False})).json()
     assert off["enabled"] is False and off["next_run_at"] is None
     on = await client.patch(f"/api/v1/automations/{made['id']}", json={"enabled": True, "cron": "30 8 * * *"})
+    assert on.json()["next_run_at"] == "2026-01-01T08:30:00+00:00"
+    off_again = await client.patch(f"/api/v1/automations/{made['id']}", json={"enabled": False})
+    assert off_again.status_code == 200
+    past = await client.patch(f"/api/v1/automations/{made['id']}", json={"at": "2025-12-31T23:59:00Z"})
+    assert past.status_code == 422 and past.json()["error"]["details"]["reason"] == "at_in_past"
+    assert (await client.get(f"/api/v1/automations/{made['id']}")).json()["cron"] == "30 8 * * *"
+    on = await client.patch(f"/api/v1/automations/{made['id']}", json={"enabled": True})
     assert on.json()["next_run_at"] == "2026-01-01T08:30:00+00:00"
     bad = await client.patch(f"/api/v1/automations/{made['id']}", json={"timezone": "Nowhere/City"})
     assert bad.status_code == 422 and bad.json()["error"]["details"]["reason"] == "bad_timezone"

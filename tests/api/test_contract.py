@@ -195,7 +195,9 @@ async def test_resume_body_that_does_not_fit_the_interrupt(client: httpx.AsyncCl
     ):
         _error(await client.post(f"/api/v1/runs/{approval.id}/resume", json=body), 422, "invalid_argument")
     misfit = {"decisions": [{"type": "edit", "args": {"todos": [{"content": "x", "status": "someday"}]}}]}
-    error = _error(await client.post(f"/api/v1/runs/{approval.id}/resume", json=misfit), 422, "invalid_argument")
+    error = _error(
+        await client.post(f"/api/v1/runs/{approval.id}/resume", json=misfit), 422, "invalid_argument"
+    )
     assert error["details"]["tool"] == "todo_write" and error["details"]["index"] == 0
     assert error["details"]["errors"][0]["path"] == "todos/0/status"
     assert (await client.get(f"/api/v1/runs/{question.id}")).json()["status"] == "waiting_human"

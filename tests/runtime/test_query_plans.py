@@ -14,7 +14,7 @@ from sqlalchemy.dialects import sqlite
 from openbot.runtime.engagement.classifier import PENDING
 from openbot.runtime.engagement.hatch import _RECENT
 from openbot.runtime.governor.overflow import OVER
-from openbot.runtime.service.observe import _MAIL_COUNTS, _RUN_COUNTS
+from openbot.runtime.service.observe import _COUNTS
 from openbot.store.migrate import upgrade
 
 
@@ -40,8 +40,7 @@ def plan(database: sqlite3.Connection, stmt: Any, **params: Any) -> list[str]:
 @pytest.mark.parametrize(
     ("name", "stmt", "params"),
     [
-        ("status: runs in flight", _RUN_COUNTS.statement, {}),
-        ("status: open mail", _MAIL_COUNTS.statement, {}),
+        ("status: runs in flight, open mail, owed gate decisions", _COUNTS.statement, {}),
         ("escape hatch", _RECENT, {"thread_id": "thr_1", "message_id": "msg_1", "bot_id": "bot_1"}),
         ("the gate's pending candidates", PENDING, {}),
         ("over-full mailboxes", OVER, {}),

@@ -74,14 +74,14 @@ async def _check_thread(session: AsyncSession, thread_id: str | None, member: st
         raise _refuse(f"thread {thread_id} not found", "thread_id", "unknown_thread")
 
 
-def _arm(session: AsyncSession, row: Automation) -> None:
-    """Set ``next_run_at`` from now (None while disabled); a one-shot whose time passed is refused."""
-    row.next_run_at = None
-    if not row.enabled:
-        return
-    row.next_run_at = cron.next_after(schedule_of(row), now(session))
-    if row.next_run_at is None:
+def _arm(session: AsyncSession, row: Automation, *, at_given: bool = False) -> None:
+    """Set ``next_run_at`` from now (None while disabled). A one-shot whose time passed is refused
+    when it is enabled, and whenever its ``at`` is given (a disabled automation too: a time that
+    can never fire is bad input, not a state to find out about when it is enabled)."""
+    upcoming = cron.next_after(schedule_of(row), now(session))
+    if upcoming is None and (row.enabled or (at_given and row.at is not None)):
         raise _refuse("'at' is in the past", "at", "at_in_past")
+    row.next_run_at = upcoming if row.enabled else None
 
 
 async def create(
@@ -114,7 +114,7 @@ async def create(
         created_at=stamp,
         updated_at=stamp,
     )
-    _arm(session, row)
+    _arm(session, row, at_given=command.at is not None)
     session.add(row)
     await session.flush()
     await _changed(session, row, "automation.created", f"automation for @{bot.handle} created")
@@ -152,7 +152,7 @@ async def update(
         row.catch_up = command.catch_up
     if command.enabled is not None:
         row.enabled = command.enabled
-    _arm(session, row)
+    _arm(session, row, at_given="at" in given)
     row.updated_at = now(session)
     await _changed(session, row, "automation.updated", f"automation {row.id} changed")
     return row

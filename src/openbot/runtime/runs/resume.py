@@ -23,7 +23,6 @@ from openbot.runtime.runs.events import add_run_event, log_run
 from openbot.store.db import now
 from openbot.store.models import Actor, InboxItem, Run, RunEvent
 
-
 Parameters = Callable[[str], "dict[str, Any] | None"]
 """A tool's argument schema by name (``ToolRegistry.parameters``); None when it is not known."""
 

@@ -14,8 +14,8 @@ from openbot.runtime.runs.ending import cancel
 from openbot.runtime.runs.resume import request_resume
 from openbot.runtime.scheduler.system import ActorSystem
 from openbot.runtime.scope import member_threads
-from openbot.runtime.tools.registry import ToolRegistry
 from openbot.runtime.team import get_actor
+from openbot.runtime.tools.registry import ToolRegistry
 from openbot.runtime.views import RunDetail, RunView, run_event_view, run_view
 from openbot.store.db import Database
 from openbot.store.models import Actor, Run, RunEvent
