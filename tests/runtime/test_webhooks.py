@@ -179,6 +179,9 @@ async def test_a_question_reaches_the_external_actor_and_its_token_answer_resume
     assert question["run"]["interrupt"] == {"kind": "question", "question": "Ship it?"}
     assert question["message"]["content"] == "@engineer ship the release?"
     assert question["thread"]["id"] == thread_id
+    # The delivery row names the message its body carries, as a message delivery's does.
+    rows = {r.type: r for r in await _deliveries(rt)}
+    assert rows["question.created"].message_id == question["message"]["id"]
 
 
 @pytest.mark.parametrize(

@@ -69,6 +69,10 @@ async def record(
     profile = await session.get(ExternalProfile, actor.id)
     if profile is None or not profile.webhook_url:
         return None
+    if message_id is None and run_id is not None:  # a question: the message the bot was answering
+        run = await session.get(Run, run_id)
+        triggers = run.trigger_message_ids if run is not None else None
+        message_id = triggers[-1] if triggers else None
     stamp = now(session)
     row = WebhookDelivery(
         id=new_id("whd"),
