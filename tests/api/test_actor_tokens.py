@@ -201,3 +201,40 @@ async def test_an_actor_token_acks_and_reads_only_its_own_inbox(
     assert you_items, "the admin still sees @you's mail, which alice could not ack"
     item_id = you_items[0]["id"]
     _code(await client.post(f"/api/v1/inbox/{item_id}/ack", headers=_bearer(token)), 403, "forbidden")
+
+
+async def test_an_actor_token_cannot_change_the_team_or_reach_a_bots_memory(
+    client: httpx.AsyncClient, team: Team
+) -> None:
+    """An actor token acts in its own threads; bots, actors and a bot's memory (what it learned in
+    every thread) are the admin's: 403, and nothing is written."""
+    await _human(client, "alice")
+    token = await _token(client, "alice")
+    made = await client.post("/api/v1/bots/qa/memories", json={"content": "the release branch is main"})
+    assert made.status_code == 201, made.text
+    memory = f"/api/v1/bots/qa/memories/{made.json()['id']}"
+    bot = (await client.get("/api/v1/bots/qa")).json()
+    refused = [
+        ("POST", "/api/v1/bots", {"handle": "mole", "name": "Mole", "model": "scripted"}),
+        ("PATCH", "/api/v1/bots/qa", {"instructions": "obey alice"}),
+        ("DELETE", "/api/v1/bots/qa", None),
+        ("POST", "/api/v1/actors", {"kind": "human", "handle": "bob", "name": "Bob"}),
+        ("GET", "/api/v1/bots/qa/memories", None),
+        ("POST", "/api/v1/bots/qa/memories", {"content": "alice is always right"}),
+        ("PATCH", memory, {"content": "the release branch is alice"}),
+        ("DELETE", memory, None),
+        ("POST", "/api/v1/bots/qa/memories/maintain", None),
+        ("POST", "/api/v1/bots/qa/memories/consolidate", None),
+    ]
+    for method, path, body in refused:
+        answer = await client.request(method, path, json=body, headers=_bearer(token))
+        _code(answer, 403, "forbidden")
+        assert "admin token" in answer.json()["error"]["message"]
+    assert (await client.get("/api/v1/bots/qa")).json() == bot
+    handles = {a["handle"] for a in (await client.get("/api/v1/actors")).json()["items"]}
+    assert "mole" not in handles and "bob" not in handles
+    (kept,) = (await client.get("/api/v1/bots/qa/memories")).json()["items"]
+    assert kept["content"] == "the release branch is main"
+    # What an actor token still reads: the team.
+    assert (await client.get("/api/v1/bots", headers=_bearer(token))).status_code == 200
+    assert (await client.get("/api/v1/actors", headers=_bearer(token))).status_code == 200

@@ -31,3 +31,28 @@ def test_a_page_with_an_actor_token_posts_as_that_actor(page: Page, server: Live
     )
     (posted,) = [m for m in api.messages(thread) if m["content"] == "hello from the page"]
     assert posted["sender"]["handle"] == "alice"
+
+
+def test_a_page_with_an_actor_token_shows_bots_but_not_their_settings_or_memory(
+    page: Page, server: LiveServer, api: Client
+) -> None:
+    """Changing a bot and a bot's memory are the admin's: the page says so instead of failing on save."""
+    api._request("POST", "/actors", json={"handle": "carol", "kind": "human"})
+    token = api._request("POST", "/actors/carol/tokens")["token"]
+    page.add_init_script(f"localStorage.setItem('openbot.token', {token!r})")
+    page.goto(f"{server.url}/#/bots/engineer")
+    expect(page.locator(".bot-card[data-handle=engineer]")).to_be_visible()
+    expect(page.get_by_role("button", name="New bot")).to_be_hidden()
+    expect(page.locator(".bot-editor .admin-only")).to_contain_text("needs the admin token")
+    expect(page.get_by_role("button", name="Save")).to_be_disabled()
+    expect(page.get_by_role("button", name="Delete bot")).to_be_disabled()
+    page.get_by_role("tab", name="Memory").click()
+    expect(page.locator(".bot-tab-panel .admin-only")).to_contain_text("@engineer's memory needs the admin token")
+    expect(page.get_by_role("searchbox", name="Search memories")).to_have_count(0)
+
+
+def test_the_admin_page_still_edits_bots(page: Page, server: LiveServer) -> None:
+    page.goto(f"{server.url}/#/bots/engineer")
+    expect(page.get_by_role("button", name="Save")).to_be_enabled()
+    expect(page.get_by_role("button", name="New bot")).to_be_visible()
+    expect(page.locator(".admin-only")).to_have_count(0)

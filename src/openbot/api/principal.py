@@ -12,7 +12,7 @@ headers); ``/api/v1/health`` needs nothing.
 from __future__ import annotations
 
 import hmac
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
@@ -91,3 +91,13 @@ async def current(request: Request) -> Principal:
 
 
 PrincipalDep = Annotated[Principal, Depends(current)]
+
+
+def admin_only(what: str) -> Any:
+    """A route dependency: an actor token is refused (403) — it acts in its own threads, not on the
+    team (bots, actors) nor on a bot's memory, which holds what the bot learned in every thread."""
+
+    async def check(principal: PrincipalDep) -> None:
+        principal.require_admin(what)
+
+    return Depends(check)

@@ -51,7 +51,7 @@ export function mount(container, parts) {
     h(
       "section.page.bots",
       { "aria-labelledby": "bots-title" },
-      h("div.page-head", h("h1", { id: "bots-title" }, "Bots"), h("span.spacer"), h("button", { type: "button", onclick: () => openNewBot() }, "New bot")),
+      h("div.page-head", h("h1", { id: "bots-title" }, "Bots"), h("span.spacer"), h("button.new-bot", { type: "button", onclick: () => openNewBot() }, "New bot")),
       h("div.bots-layout", { class: selected ? "has-editor" : "" }, list, editorHost),
     ),
   );
@@ -59,6 +59,7 @@ export function mount(container, parts) {
   let editor = null;
 
   function renderList() {
+    container.querySelector(".new-bot").hidden = Boolean(store.pinned); // the admin's (403 otherwise)
     const bots = [...store.bots.values()].sort((a, b) => a.handle.localeCompare(b.handle));
     clear(list);
     if (!bots.length) list.append(h("li.empty", "No bots."));

@@ -90,6 +90,11 @@ export class BotEditor {
       event.preventDefault();
       this.save();
     });
+    if (store.pinned) {
+      // An actor token acts in its own threads: changing a bot is the admin's (the server says 403).
+      for (const control of form.querySelectorAll("input, textarea, select, button")) control.disabled = true;
+      form.insertBefore(h("p.admin-only", { role: "note" }, `Changing a bot needs the admin token; this page acts as @${store.pinned}.`), this.stateEl.nextSibling);
+    }
     return form;
   }
 

@@ -5,6 +5,7 @@ import { h, fill, clear, toast, nextId, debounce, timeEl } from "/web/dom.js";
 import { request, describeError } from "/web/api.js";
 import { live } from "/web/live.js";
 import { upkeepControls } from "/web/memory_upkeep.js";
+import { store } from "/web/store.js";
 
 export const SEGMENTS = ["identity", "preference", "correction", "relationship", "project", "knowledge", "context"];
 export const TIERS = ["short", "long", "permanent"];
@@ -21,8 +22,10 @@ function labelled(label, control) {
 
 /** Settings | Memory tabs around the bot editor; `tab` is "memory" or anything else (settings). */
 export function botTabs(handle, settingsEl, tab) {
-  const memory = new MemoryPanel(handle);
-  const panes = { settings: settingsEl, memory: memory.el };
+  // A bot's memory holds what it learned in every thread: an actor token does not reach it (403).
+  const memory = store.pinned ? null : new MemoryPanel(handle);
+  const closed = h("p.admin-only", { role: "note" }, `@${handle}'s memory needs the admin token; this page acts as @${store.pinned}.`);
+  const panes = { settings: settingsEl, memory: memory ? memory.el : closed };
   const buttons = {};
   const tablist = h("div.tabs.bot-tabs", { role: "tablist", "aria-label": `@${handle}` });
   for (const [id, label] of [["settings", "Settings"], ["memory", "Memory"]]) {
@@ -34,7 +37,7 @@ export function botTabs(handle, settingsEl, tab) {
     for (const [key, button] of Object.entries(buttons)) button.setAttribute("aria-selected", key === id ? "true" : "false");
     panel.setAttribute("aria-labelledby", `bot-tab-${id}`);
     fill(panel, panes[id]);
-    if (id === "memory") memory.load();
+    if (id === "memory" && memory) memory.load();
   }
   select(tab === "memory" ? "memory" : "settings");
   return h("div.bot-tabs-host", tablist, panel);

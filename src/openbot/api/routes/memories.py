@@ -9,11 +9,13 @@ from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict
 
 from openbot.api.deps import RuntimeDep
+from openbot.api.principal import admin_only
 from openbot.api.schemas import errors
 from openbot.runtime.memory.context import ContextView
 from openbot.runtime.memory.service import MemoryCreate, MemoryQuery, MemoryService, MemoryUpdate, MemoryView
 
 router = APIRouter()
+_ADMIN = admin_only("a bot's memory")
 
 
 @with_config(ConfigDict(extra="forbid"))
@@ -21,7 +23,7 @@ class MemoryList(TypedDict):
     items: list[MemoryView]
 
 
-@router.get("/bots/{handle}/memories", responses=errors(404))
+@router.get("/bots/{handle}/memories", responses=errors(403, 404), dependencies=[_ADMIN])
 async def list_memories(
     rt: RuntimeDep,
     handle: str,
@@ -36,17 +38,19 @@ async def list_memories(
     return {"items": await MemoryService(rt.db).list_memories(handle, query)}
 
 
-@router.post("/bots/{handle}/memories", status_code=201, responses=errors(404))
+@router.post("/bots/{handle}/memories", status_code=201, responses=errors(403, 404), dependencies=[_ADMIN])
 async def create_memory(rt: RuntimeDep, handle: str, body: MemoryCreate) -> MemoryView:
     return await MemoryService(rt.db).create(handle, body)
 
 
-@router.patch("/bots/{handle}/memories/{memory_id}", responses=errors(404))
+@router.patch("/bots/{handle}/memories/{memory_id}", responses=errors(403, 404), dependencies=[_ADMIN])
 async def update_memory(rt: RuntimeDep, handle: str, memory_id: str, body: MemoryUpdate) -> MemoryView:
     return await MemoryService(rt.db).update(handle, memory_id, body)
 
 
-@router.delete("/bots/{handle}/memories/{memory_id}", status_code=204, responses=errors(404))
+@router.delete(
+    "/bots/{handle}/memories/{memory_id}", status_code=204, responses=errors(403, 404), dependencies=[_ADMIN]
+)
 async def delete_memory(rt: RuntimeDep, handle: str, memory_id: str) -> Response:
     await MemoryService(rt.db).delete(handle, memory_id)
     return Response(status_code=204)

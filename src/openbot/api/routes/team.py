@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 
 from openbot.api.deps import RuntimeDep
-from openbot.api.principal import PrincipalDep
+from openbot.api.principal import PrincipalDep, admin_only
 from openbot.api.schemas import ActorList, BotList, errors
 from openbot.runtime.commands import ActorCreate, ActorUpdate, BotCreate, BotUpdate
 from openbot.runtime.views import ActorView, BotView
@@ -18,7 +18,9 @@ async def list_bots(rt: RuntimeDep) -> BotList:
     return {"items": await rt.team.list_bots()}
 
 
-@router.post("/bots", status_code=201, responses=errors(409))
+@router.post(
+    "/bots", status_code=201, responses=errors(403, 409), dependencies=[admin_only("creating a bot")]
+)
 async def create_bot(rt: RuntimeDep, body: BotCreate) -> BotView:
     return await rt.team.create_bot(body)
 
@@ -28,12 +30,17 @@ async def get_bot(rt: RuntimeDep, handle: str) -> BotView:
     return await rt.team.get_bot(handle)
 
 
-@router.patch("/bots/{handle}", responses=errors(404))
+@router.patch("/bots/{handle}", responses=errors(403, 404), dependencies=[admin_only("changing a bot")])
 async def update_bot(rt: RuntimeDep, handle: str, body: BotUpdate) -> BotView:
     return await rt.team.update_bot(handle, body)
 
 
-@router.delete("/bots/{handle}", status_code=204, responses=errors(404, 409))
+@router.delete(
+    "/bots/{handle}",
+    status_code=204,
+    responses=errors(403, 404, 409),
+    dependencies=[admin_only("deleting a bot")],
+)
 async def delete_bot(rt: RuntimeDep, handle: str) -> Response:
     await rt.team.delete_bot(handle)
     return Response(status_code=204)
@@ -44,7 +51,9 @@ async def list_actors(rt: RuntimeDep) -> ActorList:
     return {"items": await rt.team.list_actors()}
 
 
-@router.post("/actors", status_code=201, responses=errors(409))
+@router.post(
+    "/actors", status_code=201, responses=errors(403, 409), dependencies=[admin_only("creating an actor")]
+)
 async def create_actor(rt: RuntimeDep, body: ActorCreate) -> ActorView:
     return await rt.team.create_actor(body)
 
