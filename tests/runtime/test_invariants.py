@@ -393,6 +393,39 @@ async def test_invariant_12_a_restart_loses_no_message_question_or_held_hand_off
         assert "answer was yes" in [m["content"] for m in await team.messages(asking)]
 
 
+async def test_invariant_12_a_run_cut_off_while_resuming_resumes_again_with_the_answer(
+    settings: Settings, clock: FakeClock, boot: Boot
+) -> None:
+    """The human's answer is not lost with the process that was applying it: the run waits again,
+    its resume item is queued again, and the next process resumes it with the same answer."""
+    async with boot() as rt:
+        team = Team(rt)
+        await team.asks("qa", reply="answer was {tool_result}")
+        thread = await team.thread("asking")
+        await team.post(thread, "@qa check")
+        await team.idle()
+        (waiting,) = await team.runs(thread)
+        assert waiting.status == "waiting_human"
+        rt.system.pause()
+        await rt.runs.resume(waiting.id, ResumeBody(answer="ship it"))
+        claim = await rt.system.claim(await _bot_id(team, "qa"))  # resuming when the process stops
+        assert claim is not None and claim.resume and claim.run_id == waiting.id
+    clock.advance(settings.lease_seconds + 1)  # PostgreSQL takes over a run once its owner's lease lapses
+    async with boot() as rt:
+        team = Team(rt)
+        await team.idle()
+        (run,) = await team.runs(thread)
+        assert run.status == "completed"
+        messages = await team.messages(thread)
+        assert [m["content"] for m in messages if m["sender"] and m["sender"]["handle"] == "qa"] == [
+            "answer was ship it"
+        ]
+        kinds = [m["metadata"].get("kind") for m in messages if m["sender"] is None]
+        assert kinds.count("run_resumed_again") == 1 and "run_failed" not in kinds
+        resumes = await team.items("qa", kind="resume")
+        assert [(i.status, i.attempts) for i in resumes] == [("done", 2)]
+
+
 async def test_invariant_8_a_held_hand_off_is_released_when_the_sender_s_last_run_is_cancelled(
     team: Team,
 ) -> None:

@@ -47,7 +47,9 @@ def test_a_page_with_an_actor_token_shows_bots_but_not_their_settings_or_memory(
     expect(page.get_by_role("button", name="Save")).to_be_disabled()
     expect(page.get_by_role("button", name="Delete bot")).to_be_disabled()
     page.get_by_role("tab", name="Memory").click()
-    expect(page.locator(".bot-tab-panel .admin-only")).to_contain_text("@engineer's memory needs the admin token")
+    expect(page.locator(".bot-tab-panel .admin-only")).to_contain_text(
+        "@engineer's memory needs the admin token"
+    )
     expect(page.get_by_role("searchbox", name="Search memories")).to_have_count(0)
 
 

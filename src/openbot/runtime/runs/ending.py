@@ -2,6 +2,8 @@
 
 The lease token is bumped, so the worker that was running it (in this process or another) is
 fenced off; its mail is cancelled, failed or — after a crash — queued again; a notice says so.
+A resumed run cut off by a crash is not failed: it waits for its answer again, and the answer
+already given is applied again (:func:`resume_again`).
 """
 
 from __future__ import annotations
@@ -112,3 +114,37 @@ async def _release_items(
             run_id=run.id,
         )
     return requeued
+
+
+async def resume_again(session: AsyncSession, run: Run, delivery: Delivery, *, max_attempts: int = 3) -> bool:
+    """Put a run that was resuming back to ``waiting_human`` with its ``resume`` item queued again;
+    False when it was not resuming (or its answer has had its attempts: it is failed as any run).
+
+    The human's answer is the run's ``resumed`` event and its checkpoint the durable one written
+    when it paused, so nothing is lost (invariant 12: the question was answered, not abandoned); the
+    steps it took after resuming are taken again, as a re-queued message's run is run again.
+    """
+    item = await session.scalar(
+        select(InboxItem).where(
+            InboxItem.claimed_by_run == run.id,
+            InboxItem.status == ItemStatus.PROCESSING,
+            InboxItem.kind == ItemKind.RESUME,
+        )
+    )
+    if item is None or run.interrupt is None or item.attempts >= max_attempts:
+        return False
+    bot = await session.get(Actor, run.bot_id)
+    thread = await session.get(Thread, run.thread_id)
+    if bot is None or thread is None:
+        return False
+    move(run, RunStatus.WAITING_HUMAN)
+    run.lease_token += 1  # fence off whoever was running it
+    item.status = check(ItemStatus, item.status, ItemStatus.QUEUED)
+    item.claimed_by_run = None
+    item.updated_at = now(session)
+    journal_run(session, run, bot.handle)
+    notice = notices.resumed_again(bot.handle, run.id, run.hop)
+    await delivery.post_notice(session, thread, notice)
+    log_run(session, "run.resume_requeued", notice.text, run, bot, level="warning", detail={"item": item.id})
+    wake_after_commit(session, [bot.id])
+    return True

@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 async def execute(system: ActorSystem, claim: Claim) -> None:
     """Run a claim to its end and give its slot back, whatever happens."""
     terminal = True
+    moved_on = False  # the run's end was written by someone else (a cancel, a takeover)
     more = True  # wake the bot's worker again unless we know it has nothing queued
     execution = asyncio.create_task(system.runner.execute(claim), name=f"openbot-execute-{claim.run_id}")
     system.executions[claim.run_id] = execution
@@ -35,6 +36,7 @@ async def execute(system: ActorSystem, claim: Claim) -> None:
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if execution.cancelled() and not (current and current.cancelling()):
+                moved_on = True
                 return  # cancelled through the API or the heartbeat: the run's end is written already
             execution.cancel()  # the system is stopping: the agent task stops with its owner
             raise
@@ -42,6 +44,7 @@ async def execute(system: ActorSystem, claim: Claim) -> None:
         async with system.db.transaction() as s:
             more = await finish(s, claim, outcome, system.delivery)
     except StaleLease:
+        moved_on = True
         log.info("run %s moved on without this worker; its result is dropped", claim.run_id)
     except Exception:  # supervision boundary: record and keep the system alive
         log.exception("run %s could not be finished", claim.run_id)
@@ -50,7 +53,9 @@ async def execute(system: ActorSystem, claim: Claim) -> None:
         system.executions.pop(claim.run_id, None)
         system.slots.release()
         if terminal:  # a run that never paused kept its transcript in memory only
-            await system.runner.forget(claim.run_id, durable=claim.resume)
+            # A resumed run taken over may be resuming again elsewhere from its durable checkpoint
+            # (``runs.ending.resume_again``): only what this process held in memory goes.
+            await system.runner.forget(claim.run_id, durable=claim.resume and not moved_on)
         # Before leaving in_flight, so idleness never flickers. Mail that arrives after the check
         # above wakes the worker through its own commit.
         if more:

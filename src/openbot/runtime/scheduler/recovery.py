@@ -1,4 +1,5 @@
 """Recovery: fail the in-flight runs nobody owns any more, re-queue their mail (invariant 12).
+A run cut off while it resumed waits for its answer again, which is applied again.
 
 With one process per database (SQLite) every queued or running run found at start is orphaned.
 Where other processes may be alive (PostgreSQL) a run is taken over when its lease expired, and at
@@ -15,7 +16,7 @@ from sqlalchemy import or_, select, update
 from openbot.core.scheduling import ItemKind
 from openbot.core.states import IN_FLIGHT_RUNS, ItemStatus, RunStatus
 from openbot.runtime.delivery.holds import release_all
-from openbot.runtime.runs.ending import end_run
+from openbot.runtime.runs.ending import end_run, resume_again
 from openbot.store.journal import log_activity
 from openbot.store.models import InboxItem, Run
 
@@ -41,7 +42,12 @@ async def recover(system: ActorSystem, *, expired_only: bool, ours: bool = False
         if alive:
             stmt = stmt.where(Run.id.not_in(alive))
         orphans = list(await s.scalars(system.db.dialect.for_update(stmt, skip_locked=True)))
+        resumed: set[str] = set()
         for run in orphans:
+            attempts = system.settings.max_item_attempts
+            if await resume_again(s, run, system.delivery, max_attempts=attempts):
+                resumed.add(run.id)  # waits for its answer again; its durable checkpoint is kept
+                continue
             await end_run(
                 s,
                 run,
@@ -68,5 +74,6 @@ async def recover(system: ActorSystem, *, expired_only: bool, ours: bool = False
                 detail={"runs": [r.id for r in orphans]},
             )
     for run in orphans:
-        await system.runner.forget(run.id)
+        if run.id not in resumed:
+            await system.runner.forget(run.id)
     return len(orphans)
