@@ -132,6 +132,8 @@ class Chat:
                 self.screen.end_stream()
                 return
             self.screen.end_stream()
+            if full.strip() and full.strip() in done:
+                return  # streamed already (after text it said first, or with whitespace trimmed)
         hop = f" [dim]hop {message['hop']}[/]" if message.get("hop") else ""
         style = "cyan" if sender.get("kind") == "bot" else "green"
         self.screen.line(f"[dim]{when}[/] [bold {style}]@{sender['handle']}[/]{hop}: {content}")

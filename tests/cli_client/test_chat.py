@@ -71,6 +71,34 @@ def test_chat_approves_and_rejects(terminal, api: Client) -> None:  # type: igno
     )
 
 
+def test_chat_prints_a_streamed_reply_once_when_it_ends_in_whitespace(terminal, api: Client) -> None:  # type: ignore[no-untyped-def]
+    shell = {"name": "run_shell", "args": {"command": "echo hello"}}
+    api.script_bot(
+        "engineer",
+        [
+            {
+                "match": "(?i)shell",
+                "say": "Running it.",
+                "reply": "Shell said: {tool_result}",
+                "tool_calls": [shell],
+            },
+            {"match": "(?i)next", "reply": "Next one done."},
+        ],
+        approval_tools=["run_shell"],
+    )
+    api.update_bot("engineer", tools=["run_shell"])
+    term = terminal("--new", "Terminal shell")
+    term.expect("Created thread")
+    term.send("@engineer shell please")
+    term.expect(r"@engineer asks for approval")
+    term.send("/approve")
+    term.expect(r"Shell said:")
+    term.send("@engineer next")
+    term.expect(r"@engineer: Next one done\.")
+    # The stored reply is the streamed one, trimmed: it is not printed a second time.
+    assert term.text.count("Shell said:") == 1, term.text[-2000:]
+
+
 def test_chat_cancels_a_slow_run(terminal, api: Client) -> None:  # type: ignore[no-untyped-def]
     api.script_bot("qa", [{"match": "(?i)slow", "reply": "too late"}], delay_ms=5000)
     term = terminal("--new", "Terminal cancel")

@@ -361,3 +361,41 @@ def test_every_control_has_an_accessible_name(page: Page, server: LiveServer, ap
               return !(labelled || aria || text || el.title);
             }).map(el => el.outerHTML.slice(0, 120))""")
         assert unnamed == [], f"{route}: {unnamed}"
+
+
+def test_a_paused_run_keeps_what_it_said_without_a_caret_and_a_misfit_edit_reads_as_a_sentence(
+    page: Page, server: LiveServer, api: Client, console: Any
+) -> None:
+    console.allow("status of 422")  # the browser's own log of the refused decision
+    api.script_bot(
+        "engineer",
+        [
+            {
+                "match": "(?i)plan",
+                "say": "Working on it.",
+                "reply": "Plan step done: {tool_result}",
+                "tool_calls": [
+                    {"name": "todo_write", "args": {"todos": [{"content": "a", "status": "pending"}]}}
+                ],
+            }
+        ],
+        approval_tools=["todo_write"],
+    )
+    thread = thread_with(api, "Paused caret")
+    open_app(page, server, f"/t/{thread}")
+    composer = page.get_by_role("combobox", name="Message")
+    composer.fill("plan it")
+    composer.press("Enter")
+    card = page.get_by_role("form", name="Approval requested by @engineer")
+    expect(card).to_be_visible()
+    run = page.locator("section.run[data-status='waiting_human']")
+    expect(run.locator(".run-stream")).to_contain_text("Working on it.")
+    expect(run.locator(".run-stream .caret")).to_be_hidden()  # it waits for you: not typing
+    # Args the tool refuses: 422, said in words (no JSON of the details).
+    card.get_by_role("radio", name="Edit").check()
+    card.get_by_label(re.compile("Arguments")).fill('{"todos": "a"}')
+    card.get_by_role("button", name="Send decision").click()
+    error = card.locator(".form-error")
+    expect(error).to_contain_text("do not fit todo_write's parameters")
+    expect(error).not_to_contain_text("{")
+    assert wait_run(api, thread, "waiting_human")["status"] == "waiting_human"

@@ -192,7 +192,8 @@ export function eventsUrl(since) {
 
 export function describeError(error) {
   if (error instanceof ApiError) {
-    const details = error.details ? ` ${typeof error.details === "string" ? error.details : JSON.stringify(error.details)}` : "";
+    // The message is written to be read; structured details are for programs, not for people.
+    const details = typeof error.details === "string" ? ` ${error.details}` : "";
     return `${error.message || error.code}${details}`;
   }
   return String(error && error.message ? error.message : error);

@@ -105,6 +105,7 @@ export class RunCard {
     }
     if (!this.stream.firstChild) this.stream.append(this.streamNode, this.caret);
     this.streamNode.data = text;
+    this.caret.hidden = this.run.status !== "running"; // a paused run is not typing
   }
 
   async loadEvents() {
@@ -136,6 +137,7 @@ export class RunCard {
     this.el.setAttribute("aria-label", `Run by @${run.bot}: ${statusLabel(run.status)}`);
     this.renderHead();
     this.renderInterrupt();
+    if (this.caret) this.caret.hidden = run.status !== "running"; // what it said stays; the caret goes
     if (this.details.open) this.renderDetails();
   }
 
