@@ -29,14 +29,12 @@ class ThreadRefError(LookupError):
 
 
 def pick_id(ids: Sequence[str], ref: str, noun: str, plural: str, command: str) -> str:
-    """The one id ``ref`` names: a whole id, or the unique start or end of one. A ValueError
-    (``typer.BadParameter`` for the CLI) says what matched instead."""
-    import typer
-
+    """The one id ``ref`` names: a whole id, or the unique start or end of one. A
+    :class:`ThreadRefError` (one ``openbot:`` line, exit status 1) says what matched instead."""
     found = [i for i in ids if i == ref] or [i for i in ids if i.endswith(ref) or i.startswith(ref)]
     if len(found) != 1:
-        what = f"no {noun}" if not found else f"{len(found)} {plural}"
-        raise typer.BadParameter(f"{what} match {ref!r} (see `openbot {command}`)")
+        what = f"no {noun} matches" if not found else f"{len(found)} {plural} match"
+        raise ThreadRefError(f"{what} {ref!r} (see `openbot {command}`)")
     return found[0]
 
 

@@ -43,4 +43,4 @@ async def test_automations_lists_fires_and_shows_history(server: str, team: Team
     assert history.exit_code == 0 and "fired" in history.stdout and thread in history.stdout
 
     missing = await invoke("automations", "--run", "nope", "--server", server)
-    assert missing.exit_code == 2 and "no automation match 'nope'" in missing.output
+    assert missing.exit_code == 1 and "no automation matches 'nope'" in missing.output

@@ -61,4 +61,4 @@ async def test_webhooks_command_lists_filters_and_retries(
     (row,) = [line for line in after.stdout.splitlines() if short_id(failed["id"]) in line]
     assert "delivered" in row
     unknown = await invoke("webhooks", "--retry", "zzzz", "--server", server)
-    assert unknown.exit_code != 0 and "no delivery match 'zzzz'" in unknown.output
+    assert unknown.exit_code != 0 and "no delivery matches 'zzzz'" in unknown.output
