@@ -399,3 +399,21 @@ def test_a_paused_run_keeps_what_it_said_without_a_caret_and_a_misfit_edit_reads
     expect(error).to_contain_text("do not fit todo_write's parameters")
     expect(error).not_to_contain_text("{")
     assert wait_run(api, thread, "waiting_human")["status"] == "waiting_human"
+
+
+def test_the_thread_header_shows_the_last_activity_as_messages_arrive(
+    page: Page, server: LiveServer, api: Client
+) -> None:
+    thread = api.create_thread(title="Header activity", participants=["you"])["id"]
+
+    def newest(count: int) -> str:  # each post here is answered by the routing bot
+        wait_until(lambda: len(api.messages(thread)) == count, message=f"{count} messages")
+        return str(api.messages(thread)[-1]["created_at"])
+
+    api.post_message(thread, "first words")
+    first = newest(2)
+    open_app(page, server, f"/t/{thread}")
+    stamp = page.locator(".thread-meta time")
+    expect(stamp).to_have_attribute("datetime", first)
+    api.post_message(thread, "later words")  # posted elsewhere: seen live
+    expect(stamp).to_have_attribute("datetime", newest(4))

@@ -212,7 +212,11 @@ class ThreadView {
 
   onThread(thread) {
     if (!thread || thread.id !== this.threadId) return;
+    const seen = this.thread && this.thread.last_message_at;
     this.thread = { ...this.thread, ...thread };
+    if (seen && !(Date.parse(thread.last_message_at) > Date.parse(seen))) {
+      this.thread.last_message_at = seen; // a message seen live is newer than an older snapshot
+    }
     if (this.loaded) this.renderHeader();
   }
 
@@ -231,8 +235,11 @@ class ThreadView {
     }
     if (m.sender && !(this.thread.participants || []).some((p) => p.handle === m.sender.handle)) {
       this.thread.participants = [...(this.thread.participants || []), m.sender];
-      this.renderPresence();
     }
+    if (!this.thread.last_message_at || Date.parse(m.created_at) > Date.parse(this.thread.last_message_at)) {
+      this.thread.last_message_at = m.created_at;
+    }
+    this.renderHeader(); // "last activity" and who takes part move with every message
     if (!m.sender || m.sender.handle !== store.actor) this.ackSoon();
   }
 
