@@ -142,23 +142,20 @@ def test_needs_action_lists_open_questions_and_answers_in_place(
     expect(page.locator(f".thread-row[data-thread-id='{thread}']")).to_be_visible()
 
 
+def planning_bot(api: Client, todo: str, **rule: str) -> None:
+    """@engineer answers "plan" with a todo_write that needs approval, then its result."""
+    todos = {"todos": [{"content": todo, "status": "pending"}]}
+    call = {"name": "todo_write", "args": todos}
+    plan: dict[str, Any] = {
+        "match": "(?i)plan",
+        "reply": "Plan step done: {tool_result}",
+        "tool_calls": [call],
+    }
+    api.script_bot("engineer", [{**plan, **rule}], approval_tools=["todo_write"])
+
+
 def test_approve_edit_and_reject_approval_cards(page: Page, server: LiveServer, api: Client) -> None:
-    api.script_bot(
-        "engineer",
-        [
-            {
-                "match": "(?i)plan",
-                "reply": "Plan step done: {tool_result}",
-                "tool_calls": [
-                    {
-                        "name": "todo_write",
-                        "args": {"todos": [{"content": "write tests", "status": "pending"}]},
-                    }
-                ],
-            }
-        ],
-        approval_tools=["todo_write"],
-    )
+    planning_bot(api, "write tests")
     thread = thread_with(api, "Approvals")
     open_app(page, server, f"/t/{thread}")
     composer = page.get_by_role("combobox", name="Message")
@@ -367,20 +364,7 @@ def test_a_paused_run_keeps_what_it_said_without_a_caret_and_a_misfit_edit_reads
     page: Page, server: LiveServer, api: Client, console: Any
 ) -> None:
     console.allow("status of 422")  # the browser's own log of the refused decision
-    api.script_bot(
-        "engineer",
-        [
-            {
-                "match": "(?i)plan",
-                "say": "Working on it.",
-                "reply": "Plan step done: {tool_result}",
-                "tool_calls": [
-                    {"name": "todo_write", "args": {"todos": [{"content": "a", "status": "pending"}]}}
-                ],
-            }
-        ],
-        approval_tools=["todo_write"],
-    )
+    planning_bot(api, "a", say="Working on it.")
     thread = thread_with(api, "Paused caret")
     open_app(page, server, f"/t/{thread}")
     composer = page.get_by_role("combobox", name="Message")

@@ -43,8 +43,8 @@ async def recover(system: ActorSystem, *, expired_only: bool, ours: bool = False
             stmt = stmt.where(Run.id.not_in(alive))
         orphans = list(await s.scalars(system.db.dialect.for_update(stmt, skip_locked=True)))
         resumed: set[str] = set()
+        attempts = system.settings.max_item_attempts
         for run in orphans:
-            attempts = system.settings.max_item_attempts
             if await resume_again(s, run, system.delivery, max_attempts=attempts):
                 resumed.add(run.id)  # waits for its answer again; its durable checkpoint is kept
                 continue
@@ -55,7 +55,7 @@ async def recover(system: ActorSystem, *, expired_only: bool, ours: bool = False
                 dict(_RESTARTED),
                 system.delivery,
                 requeue_items=True,
-                max_attempts=system.settings.max_item_attempts,
+                max_attempts=attempts,
             )
         if not expired_only:
             # Mail claimed by nobody (a crash between claim and run row) goes back to the queue.

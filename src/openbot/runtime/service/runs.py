@@ -26,7 +26,7 @@ class RunService:
     db: Database
     delivery: Delivery
     system: ActorSystem
-    tools: ToolRegistry | None = None  # an edit's args are checked against its tool's parameters
+    tools: ToolRegistry  # an edit's args are checked against its tool's parameters
 
     async def list_runs(
         self,
@@ -78,7 +78,7 @@ class RunService:
                 command,
                 answerer,
                 asked_only=not principal.admin,
-                parameters=self.tools.parameters if self.tools else lambda _: None,
+                parameters=self.tools.parameters,
             )
         return run_view(run, bot.handle)
 
