@@ -76,8 +76,13 @@ def serve(
         typer.echo("Refusing to bind beyond loopback without OPENBOT_API_TOKEN set.", err=True)
         raise typer.Exit(2)
     with _startup():
-        startup.lock_database(settings)  # SQLite: held until this process ends
-        startup.check_database(settings)
+        sock = startup.listen(host, port)  # before the database: a port in use is said first
+        try:
+            startup.lock_database(settings)  # SQLite: held until this process ends
+            startup.check_database(settings)
+        except BaseException:
+            sock.close()
+            raise
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     backend = "PostgreSQL" if settings.database_url and "postgres" in settings.database_url else "SQLite"
     where = settings.resolved_database_url() if backend == "SQLite" else "OPENBOT_DATABASE_URL"
@@ -86,8 +91,12 @@ def serve(
     model = settings.default_model()
     hint = "" if settings.model else "  (set OPENBOT_MODEL=provider:model to use a real model)"
     typer.echo(f"Bots use model: {model}{hint}")
+    def run_http(app_settings: Settings) -> None:
+        config = uvicorn.Config(create_app(app_settings, settle_heap=True), log_level="warning")
+        uvicorn.Server(config).run(sockets=[sock])
+
     if not workers:
-        uvicorn.run(create_app(settings, settle_heap=True), host=host, port=port, log_level="warning")
+        run_http(settings)
         return
     from openbot import fleet
 
@@ -99,8 +108,7 @@ def serve(
     typer.echo(f"Workers: {workers} process(es) beside this API process")
     children = fleet.spawn_workers(workers, str(data_dir))
     try:
-        api_only = settings.model_copy(update={"run_workers": False})
-        uvicorn.run(create_app(api_only, settle_heap=True), host=host, port=port, log_level="warning")
+        run_http(settings.model_copy(update={"run_workers": False}))
     finally:
         fleet.stop_workers(children, timeout=settings.drain_seconds + 5)
 

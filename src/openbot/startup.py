@@ -6,15 +6,19 @@ mistake ends in one line and a non-zero exit instead of a traceback from deep in
   when the process ends, however it ends, so a killed server never blocks a restart; a second
   server on the same data dir refuses to start and leaves the first untouched. PostgreSQL is
   multi-process by design and takes no lock.
+- **The address.** ``serve`` binds its port before it touches the database, so a port in use is
+  one line before any migration runs, and the socket it bound is the one it serves on.
 - **The database URL** parses and names a backend OpenBot supports; on PostgreSQL the server
   answers and the database exists (OpenBot creates tables, never databases).
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import re
+import socket
 from pathlib import Path
 
 from sqlalchemy import create_engine, make_url
@@ -65,6 +69,26 @@ def lock_database(settings: Settings) -> None:
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     _held.append(fd)
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """Bind the server's address now (uvicorn listens on this socket), or say why it cannot."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    except socket.gaierror:
+        raise StartupError(f"cannot listen on {host}:{port}: {host} does not resolve") from None
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise StartupError(
+                f"port {port} on {host} is in use (another server?): stop it, or pick another --port"
+            ) from None
+        raise StartupError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    return sock
 
 
 def check_database(settings: Settings) -> None:

@@ -122,16 +122,18 @@ async def test_bad_and_duplicate_handles(client: httpx.AsyncClient, team: Team) 
     assert "hum1" not in [a["handle"] for a in (await client.get("/api/v1/actors")).json()["items"]]
     thread = await team.thread()
     before = await team.message_count()
-    _error(
+    unknown_to = _error(
         await client.post(f"/api/v1/threads/{thread}/messages", json={"content": "hi", "to": ["ghost"]}),
         422,
         "invalid_argument",
     )
-    _error(
+    assert unknown_to["details"] == {"field": "to", "handle": "ghost"}  # names the field, as `from` does
+    unknown_from = _error(
         await client.post(f"/api/v1/threads/{thread}/messages", json={"content": "hi", "from": "ghost"}),
         422,
         "invalid_argument",
     )
+    assert unknown_from["details"]["field"] == "from"
     assert await team.message_count() == before
     bots = (await client.get("/api/v1/bots")).json()["items"]
     assert len(bots) == 4

@@ -176,3 +176,31 @@ async def test_an_actor_tokens_stream_follows_the_bots_but_not_others_automation
     )
     assert [json.loads(e["data"])["handle"] for e in got if e.get("event") == "bot.updated"] == ["qa"]
     assert not [e for e in got if e.get("event") == "automation.updated"]
+
+
+@pytest.mark.parametrize("follows_a_thread", [False, True], ids=["all", "one_thread"])
+async def test_revoking_an_actors_tokens_ends_its_open_event_streams(
+    server: str, client: httpx.AsyncClient, team: Team, follows_a_thread: bool
+) -> None:
+    """A stream opened with a token does not outlive it: it ends with ``unauthorized``, and a
+    reconnect is 401; the admin's stream carries on."""
+    alice = await _actor_with_token(client, "alice")
+    mine, _ = await _two_threads(team)
+    params = {"thread_id": mine} if follows_a_thread else {}
+
+    async def revoke() -> None:
+        assert (await client.delete("/api/v1/actors/alice/tokens")).status_code == 204
+        await team.post(mine, "after the revocation")
+
+    got = await collect(f"{server}/api/v1/events", params, alice, lambda got: False, on_connect=revoke)
+    assert got[-1]["event"] == "unauthorized", got  # the stream ended: `collect` saw its end
+    assert json.loads(got[-1]["data"])["actor"] == "alice"
+    assert "after the revocation" not in json.dumps(got)
+    assert (await client.get("/api/v1/events", params=params, headers=alice)).status_code == 401
+    admin = await collect(
+        f"{server}/api/v1/events",
+        {"since": "0", "thread_id": mine},
+        {},
+        lambda got: any("after the revocation" in e.get("data", "") for e in got),
+    )
+    assert any(e.get("event") == "message.created" for e in admin)

@@ -4,6 +4,7 @@ no traceback (issue #8). Real processes: the lock is held by a live server."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 from pathlib import Path
 
@@ -46,6 +47,20 @@ def test_a_second_server_on_one_data_dir_refuses_and_a_killed_one_restarts(tmp_p
             assert "Still served" in [t.get("title") for t in api.threads()]
     finally:
         first.stop()
+
+
+def test_a_port_in_use_is_one_line_before_the_database_is_touched(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run(["serve", "--port", str(port), "--data-dir", str(tmp_path / "data")], {}, tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"openbot: port {port} on 127.0.0.1 is in use (another server?): stop it, or pick another --port\n"
+    )
+    assert not (tmp_path / "data").exists()  # no database made, no migration run
 
 
 def test_postgresql_takes_no_lock(tmp_path: Path) -> None:

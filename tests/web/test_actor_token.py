@@ -9,6 +9,8 @@ from playwright.sync_api import Page, expect
 from live_server import LiveServer, wait_until
 from openbot.client import Client
 
+from .conftest import ConsoleWatch
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
@@ -58,3 +60,30 @@ def test_the_admin_page_still_edits_bots(page: Page, server: LiveServer) -> None
     expect(page.get_by_role("button", name="Save")).to_be_enabled()
     expect(page.get_by_role("button", name="New bot")).to_be_visible()
     expect(page.locator(".admin-only")).to_have_count(0)
+
+
+def test_a_revoked_token_ends_the_pages_stream_and_asks_for_a_new_one(
+    page: Page, server: LiveServer, api: Client, console: ConsoleWatch
+) -> None:
+    console.allow("status of 401")  # the browser's own log of the refused request
+    api._request("POST", "/actors", json={"handle": "dora", "kind": "human"})
+    token = api._request("POST", "/actors/dora/tokens")["token"]
+    thread = api.create_thread(title="Dora's thread", participants=["you", "dora"])["id"]
+    page.add_init_script(
+        f"localStorage.getItem('openbot.token') || localStorage.setItem('openbot.token', {token!r})"
+    )
+    page.goto(f"{server.url}/#/t/{thread}")
+    expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+
+    api._request("DELETE", "/actors/dora/tokens")
+    expect(page.locator(".toast")).to_contain_text("token was revoked")
+    dialog = page.get_by_role("dialog", name="API token")
+    expect(dialog).to_contain_text("revoked")
+    assert page.evaluate("localStorage.getItem('openbot.token')") is None  # the dead token is dropped
+
+    fresh = api._request("POST", "/actors/dora/tokens")["token"]
+    dialog.get_by_label("Token").fill(fresh)
+    dialog.get_by_role("button", name="Connect").click()
+    expect(page.get_by_role("heading", name="Dora's thread")).to_be_visible()
+    expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+    assert page.evaluate("localStorage.getItem('openbot.token')") == fresh

@@ -81,6 +81,18 @@ def test_create_thread_send_message_and_see_the_reply_stream_in(
     assert partial and all(REPLY.startswith(s.strip()) for s in partial), streamed[:5]
 
 
+def test_the_new_thread_dialog_takes_a_title_as_long_as_the_api_does(page: Page, server: LiveServer) -> None:
+    """The API takes titles up to 500 characters; the dialog used to cut them at 200."""
+    open_app(page, server, "/threads")
+    page.get_by_role("button", name="New thread").click()
+    dialog = page.get_by_role("dialog", name="New thread")
+    title = "Long title " + "x" * 489
+    dialog.get_by_label("Title").fill(title + "beyond the limit")
+    expect(dialog.get_by_label("Title")).to_have_value(title)
+    dialog.get_by_role("button", name="Create thread").click()
+    expect(page.get_by_role("heading", name=title)).to_be_visible()
+
+
 def test_answer_a_question_card_and_see_the_run_finish(page: Page, server: LiveServer, api: Client) -> None:
     api.script_bot(
         "engineer",

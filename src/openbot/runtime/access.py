@@ -18,9 +18,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from openbot.core.errors import Forbidden
 from openbot.core.ids import new_id
 from openbot.store.db import now
+from openbot.store.journal import append_event
 from openbot.store.models import Actor, ActorToken
 
 TOKEN_PREFIX = "obt_"
+TOKENS_REVOKED = "actor.tokens_revoked"  # the journal row that ends the actor's open event streams
 DEFAULT_SPEAKER = "you"
 
 
@@ -67,7 +69,10 @@ async def issue_token(session: AsyncSession, actor: Actor) -> str:
 
 async def revoke_tokens(session: AsyncSession, actor: Actor) -> int:
     result = await session.execute(delete(ActorToken).where(ActorToken.actor_id == actor.id))
-    return int(getattr(result, "rowcount", 0) or 0)
+    revoked = int(getattr(result, "rowcount", 0) or 0)
+    if revoked:  # open event streams of the actor end on this row, in every API process
+        append_event(session, TOKENS_REVOKED, {"actor": actor.handle}, None)
+    return revoked
 
 
 async def actor_of_token(session: AsyncSession, token: str) -> str | None:

@@ -12,6 +12,10 @@ A stream that connects replays what was committed before the shared cursor itsel
 (``Stream.replay``), then takes rows from its buffer. The buffer is bounded: a client that cannot
 keep up gets an ``overflow`` event and its stream ends; it reconnects with ``Last-Event-ID`` and
 replays from the journal like any other reconnect.
+
+A stream opened with an actor token ends with an ``unauthorized`` event when the journal row that
+revokes the actor's tokens arrives (``actor.tokens_revoked``), in whichever process it was opened:
+the row reaches every process's fan-out, so no open stream outlives its token.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import re
 from collections import deque
 from collections.abc import Awaitable, Callable
 
+from openbot.runtime.access import TOKENS_REVOKED
 from openbot.runtime.bus import Signal
 from openbot.runtime.scope import StreamScope
 from openbot.store.models import Event
@@ -47,6 +52,16 @@ def journal_item(row: Event) -> bytes:
     return sse(row.type, json.dumps(row.data), str(row.id))
 
 
+def revoked_item(actor: str) -> bytes:
+    reason = f"the tokens of @{actor} were revoked; this stream ends and a reconnect needs a valid token"
+    return sse("unauthorized", json.dumps({"reason": reason, "actor": actor}))
+
+
+def ends_stream_of(row: Event, actor: str | None) -> bool:
+    """Whether ``row`` revokes the token a stream of ``actor`` was opened with."""
+    return actor is not None and row.type == TOKENS_REVOKED and row.data.get("actor") == actor
+
+
 def overflow_item(buffer: int) -> bytes:
     reason = f"client too slow: more than {buffer} events were waiting; reconnect with Last-Event-ID"
     return sse("overflow", json.dumps({"reason": reason, "buffer": buffer}))
@@ -56,17 +71,24 @@ class Stream:
     """One client's view: a replay range, then a bounded buffer filled by the fan-out."""
 
     def __init__(
-        self, fanout: Fanout, thread_id: str | None, after: int, cursor: int, scope: StreamScope | None = None
+        self,
+        fanout: Fanout,
+        thread_id: str | None,
+        after: int,
+        cursor: int,
+        scope: StreamScope | None = None,
+        actor: str | None = None,
     ) -> None:
         self._fanout = fanout
         self.thread_id = thread_id
         self.scope = scope  # an actor token's threads (None: every row of ``thread_id``, or all)
+        self.actor = actor  # the actor whose token opened the stream (None: the admin)
         self.after = max(after, cursor)  # rows up to here come from the replay, or were seen
         self.replay: tuple[int, int] | None = (after, cursor) if after < cursor else None
         self.buffer = fanout.buffer
         self._items: list[bytes] = []
         self._ready = asyncio.Event()
-        self._ended = False  # the overflow notice is the last item
+        self._ended = False  # the overflow or unauthorized notice is the last item
 
     def push(self, item: bytes) -> None:
         if self._ended:
@@ -79,8 +101,15 @@ class Stream:
         self._items.append(item)
         self._ready.set()
 
+    def end(self, item: bytes) -> None:
+        """Deliver ``item`` as the stream's last event."""
+        self.push(item)
+        self._ended = True
+        self._fanout.detach(self)
+
     async def next(self) -> bytes | None:
-        """Every event waiting, as one chunk; None once the stream has ended (after ``overflow``).
+        """Every event waiting, as one chunk; None once the stream has ended (after ``overflow`` or
+        ``unauthorized``).
 
         A stream that keeps up gets each event at once; on a busy server the events that gathered
         meanwhile go out as one write (fewer writes exactly when they cost the most)."""
@@ -113,16 +142,22 @@ class Fanout:
         return sum(len(streams) for streams in self._streams.values())
 
     def attach(
-        self, thread_id: str | None, after: int, head: int, scope: StreamScope | None = None
+        self,
+        thread_id: str | None,
+        after: int,
+        head: int,
+        scope: StreamScope | None = None,
+        actor: str | None = None,
     ) -> Stream:
         """A stream of rows after ``after``; ``head`` is the journal head the caller read just now;
-        with ``scope``, only the rows of the actor's threads."""
+        with ``scope``, only the rows of the actor's threads; with ``actor``, it ends when the
+        actor's tokens are revoked."""
         if self._task is None or self._task.done():
             self._cursor = head
             self._pending.clear()
             self._pending.append(_READ_ALL)  # rows committed since the caller read ``head``
             self._task = asyncio.create_task(self._run(), name="openbot-event-fanout")
-        stream = Stream(self, thread_id, after, self._cursor, scope)
+        stream = Stream(self, thread_id, after, self._cursor, scope, actor)
         self._streams.setdefault(thread_id, set()).add(stream)
         return stream
 
@@ -202,6 +237,8 @@ class Fanout:
     def _deliver_rows(self, rows: list[Event]) -> None:
         everyone = tuple(self._streams.get(None, ()))
         for row in rows:
+            if row.type == TOKENS_REVOKED:
+                self._end_streams_of(row)
             item = journal_item(row)
             followers = self._streams.get(row.thread_id, ()) if row.thread_id is not None else ()
             for stream in (*everyone, *followers):
@@ -209,6 +246,16 @@ class Fanout:
                     continue
                 if stream.scope is None or stream.scope.allows(row.type, row.thread_id, row.data):
                     stream.push(item)
+
+    def _end_streams_of(self, row: Event) -> None:
+        ending = [
+            stream
+            for streams in self._streams.values()
+            for stream in streams
+            if row.id > stream.after and ends_stream_of(row, stream.actor)
+        ]
+        for stream in ending:
+            stream.end(revoked_item(str(stream.actor)))
 
     def _deliver_live(self, signal: Signal) -> None:
         try:
@@ -225,4 +272,4 @@ class Fanout:
                 stream.push(item)
 
 
-__all__ = ["BUFFER", "Fanout", "Stream", "journal_item", "sse"]
+__all__ = ["BUFFER", "Fanout", "Stream", "ends_stream_of", "journal_item", "revoked_item", "sse"]

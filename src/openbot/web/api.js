@@ -46,7 +46,7 @@ function askToken(rejected) {
   const hint = document.getElementById("token-hint");
   pendingPrompt = new Promise((resolve) => {
     hint.textContent = rejected
-      ? "That token was not accepted. Check OPENBOT_API_TOKEN on the server."
+      ? "That token was not accepted: it is wrong, or it was revoked. Check OPENBOT_API_TOKEN on the server, or ask its admin for a new token."
       : "This server requires an API token (OPENBOT_API_TOKEN).";
     input.value = "";
     const form = dialog.querySelector("form");

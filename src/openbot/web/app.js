@@ -2,7 +2,7 @@
 //   #/inbox[/unread|/action]   #/threads   #/t/<thread id>   #/bots[/<handle>]   #/activity   #/automations[/<id>]   #/drafts[/sent|/rejected]   #/disposals
 
 import { h, clear, toast } from "/web/dom.js";
-import { describeError, ApiError } from "/web/api.js";
+import { describeError, ApiError, api } from "/web/api.js";
 import { live } from "/web/live.js";
 import { store } from "/web/store.js";
 import * as inbox from "/web/inbox.js";
@@ -103,6 +103,13 @@ const LABELS = { connecting: "Connecting…", live: "Live", offline: "Reconnecti
 live.on("status", ({ state }) => {
   conn.dataset.state = state;
   conn.querySelector(".conn-label").textContent = LABELS[state] || state;
+});
+
+// A revoked token ends the event stream: ask for a new token (the same dialog as any 401), then
+// load the page again, since the new token may act as someone else or be the admin's.
+live.on("unauthorized", () => {
+  toast("This page's token was revoked.", "error");
+  api.whoami().then(() => location.reload(), () => {});
 });
 
 // ---- acting actor + inbox badge --------------------------------------------------------------------

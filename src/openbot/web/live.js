@@ -7,6 +7,8 @@
 //   "resync"      on every (re)connect and after a `reset`: views re-read what they show over
 //                 REST, incrementally where they can (token deltas are live-only, the first
 //                 connect races the views' initial loads, and `reset` means replay was impossible)
+//   "unauthorized" the server ended the stream because the token it was opened with was revoked;
+//                 the stream stays closed until restart()
 
 import { eventsUrl } from "/web/api.js";
 
@@ -24,6 +26,7 @@ const EVENT_TYPES = [
   "draft.updated",
   "text.delta",
   "reset",
+  "unauthorized",
 ];
 
 class Live {
@@ -121,6 +124,14 @@ class Live {
       data = event.data ? JSON.parse(event.data) : null;
     } catch {
       data = event.data;
+    }
+    if (type === "unauthorized") {
+      // Reconnecting with this token would only be refused: stop here and let the app ask.
+      source.close();
+      this.source = null;
+      this.setState("offline");
+      this.emit("unauthorized", data);
+      return;
     }
     if (type === "reset") {
       this.emit("reset", data);

@@ -153,7 +153,7 @@ function newThreadForm() {
   const bots = [...store.bots.values()].sort((a, b) => a.handle.localeCompare(b.handle));
   const humans = store.humans();
   const ids = { title: nextId("title"), kind: nextId("kind"), bot: nextId("bot") };
-  const title = h("input", { id: ids.title, type: "text", required: true, placeholder: "e.g. Ship the release notes", maxLength: 200 });
+  const title = h("input", { id: ids.title, type: "text", required: true, placeholder: "e.g. Ship the release notes", maxLength: 500 });
   const kind = h(
     "select",
     { id: ids.kind },

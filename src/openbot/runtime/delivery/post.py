@@ -108,7 +108,7 @@ class Delivery:
         found = recipients_of(rows, mail_of=mail_of)
         for handle in to:
             if handle not in found.actors:
-                raise InvalidArgument(f"unknown handle @{handle} in 'to'", {"handle": handle})
+                raise InvalidArgument(f"unknown handle @{handle} in 'to'", {"field": "to", "handle": handle})
         data = await self._route_input(session, thread, found, sender, mentions, to, hop)
         plan = plan_route(data)
         message = await self._insert(

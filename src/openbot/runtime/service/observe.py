@@ -150,12 +150,18 @@ class Observer:
             return await journal_head(s), await journal_floor(s)
 
     def subscribe(
-        self, thread_id: str | None, after: int, head: int, scope: StreamScope | None = None
+        self,
+        thread_id: str | None,
+        after: int,
+        head: int,
+        scope: StreamScope | None = None,
+        actor: str | None = None,
     ) -> Stream:
         """An event stream of rows after ``after`` (``head``: the journal head read just before),
         fed by the one shared journal reader; replay ``Stream.replay`` first, then ``next()``. With
-        ``scope`` (an actor token), only the rows of the actor's threads."""
-        return self.fanout.attach(thread_id, after, head, scope)
+        ``scope`` (an actor token), only the rows of the actor's threads; with ``actor``, it ends
+        when the actor's tokens are revoked."""
+        return self.fanout.attach(thread_id, after, head, scope, actor)
 
     async def replay(
         self, thread_id: str | None, after: int, upto: int | None = None
