@@ -91,6 +91,7 @@ def serve(
     model = settings.default_model()
     hint = "" if settings.model else "  (set OPENBOT_MODEL=provider:model to use a real model)"
     typer.echo(f"Bots use model: {model}{hint}")
+
     def run_http(app_settings: Settings) -> None:
         config = uvicorn.Config(create_app(app_settings, settle_heap=True), log_level="warning")
         uvicorn.Server(config).run(sockets=[sock])

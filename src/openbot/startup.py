@@ -21,7 +21,7 @@ import re
 import socket
 from pathlib import Path
 
-from sqlalchemy import create_engine, make_url
+from sqlalchemy import Connection, create_engine, make_url, text
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import ArgumentError, DBAPIError
 
@@ -108,18 +108,30 @@ def check_database(settings: Settings) -> None:
             f"OPENBOT_DATABASE_URL names {backend!r}: OpenBot runs on SQLite (leave it unset) or "
             "PostgreSQL (postgresql+psycopg://user@host/db)"
         )
-    _check_postgres(url, raw)
+    _check_postgres(url, raw, settings)
 
 
-def _check_postgres(url: URL, raw: str) -> None:
+def _check_postgres(url: URL, raw: str, settings: Settings) -> None:
     engine = create_engine(sync_url(raw), connect_args={"connect_timeout": CONNECT_TIMEOUT})
     try:
-        with engine.connect():
-            return
+        with engine.connect() as conn:
+            if settings.node_id:
+                _check_node_free(conn, settings)
     except DBAPIError as error:
         raise StartupError(_postgres_problem(url, str(error.orig))) from None
     finally:
         engine.dispose()
+
+
+def _check_node_free(conn: Connection, settings: Settings) -> None:
+    """An ``OPENBOT_NODE_ID`` another live process holds, said now rather than from deep inside
+    start-up (the runtime still takes the name for itself: ``scheduler.node.hold``)."""
+    from openbot.runtime.scheduler import node
+
+    key = {"space": node.LOCK_SPACE, "key": node.lock_key(str(settings.node_id))}
+    if not conn.scalar(text("SELECT pg_try_advisory_lock(:space, :key)"), key):
+        raise StartupError(str(node.in_use(settings, [str(settings.node_id)])))
+    conn.execute(text("SELECT pg_advisory_unlock(:space, :key)"), key)
 
 
 def _postgres_problem(url: URL, text: str) -> str:

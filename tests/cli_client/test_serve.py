@@ -8,6 +8,7 @@ import socket
 import subprocess
 from pathlib import Path
 
+import psycopg
 import pytest
 from sqlalchemy import make_url
 from typer.testing import CliRunner
@@ -17,6 +18,7 @@ from live_server import OPENBOT, LiveServer, free_port
 from openbot.cli import app
 from openbot.client import Client
 from openbot.config import Settings
+from openbot.runtime.scheduler import node
 from openbot.startup import lock_database
 
 COMMANDS = [["db", "upgrade"], ["worker"], ["serve", "--port", "0"]]
@@ -82,6 +84,22 @@ def test_a_missing_postgresql_database(args: list[str], tmp_path: Path) -> None:
         f'openbot: database "openbot_h1_no_such_db" does not exist on {where} — create it first: createdb '
     )
     assert done.stderr.count("\n") == 1 and done.stderr.endswith(" openbot_h1_no_such_db\n")
+
+
+@pytest.mark.skipif(not PG_URL, reason="needs a PostgreSQL server (OPENBOT_TEST_DATABASE_URL)")
+@pytest.mark.parametrize("args", [["worker"], ["serve", "--port", "0"]], ids=" ".join)
+def test_a_node_id_held_by_a_live_process_is_one_line(args: list[str], tmp_path: Path) -> None:
+    """Two processes must never share a node name: the second says so in one line, exit 2."""
+    plain = make_url(PG_URL or "").set(drivername="postgresql").render_as_string(hide_password=False)
+    key = (node.LOCK_SPACE, node.lock_key("node-held-x"))
+    with psycopg.connect(plain, autocommit=True) as holder:
+        assert holder.execute("SELECT pg_try_advisory_lock(%s, %s)", key).fetchone() == (True,)
+        done = run(args, {"OPENBOT_DATABASE_URL": PG_URL or "", "OPENBOT_NODE_ID": "node-held-x"}, tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.endswith(
+        "node id 'node-held-x' is held by another live process; every process needs its own OPENBOT_NODE_ID\n"
+    )
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
 
 
 @pytest.mark.parametrize(

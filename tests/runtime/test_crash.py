@@ -114,7 +114,8 @@ def test_a_crash_mid_run_fails_the_run_loses_nothing_and_keeps_the_question(serv
         lambda: (run := server.call("GET", f"/runs/{interrupted['id']}"))["status"] == "failed" and run,
         "the interrupted run to be failed",
     )
-    assert failed["error"]["code"] == "internal"
+    restarted = "the server restarted while this run was in flight"
+    assert failed["error"] == {"code": "interrupted", "message": restarted}
     notices = [
         m
         for m in server.messages(thread_a)

@@ -177,7 +177,8 @@ def _kill_a_worker_mid_run(
         lambda: (run := api.call("GET", f"/runs/{victim_run['id']}"))["status"] == "failed" and run,
         "the dead worker's run to be failed",
     )
-    assert failed["error"]["code"] == "internal"
+    assert failed["error"]["code"] == "interrupted"
+    assert "its lease expired: the process running it (node " in failed["error"]["message"]
 
     def rerun() -> dict[str, Any] | None:
         done = api.runs(thread_id=thread_id, status="completed")

@@ -44,6 +44,8 @@ async def test_a_stale_worker_cannot_finish_a_run_taken_over(team: Team, clock: 
     assert await team.messages(thread) == before
     runs = await team.runs(thread)
     assert [r.status for r in runs] == ["failed", "completed"]
+    assert runs[0].error is not None and runs[0].error["code"] == "interrupted"
+    assert runs[0].error["message"].startswith("its lease expired: the process running it (node ")
     replies = [m for m in before if m["sender"] and m["sender"]["handle"] == "engineer"]
     assert len(replies) == 1 and not await team.items("reviewer")
 

@@ -130,6 +130,7 @@ async def test_another_node_leaves_them_until_their_lease_expires(
         await team.idle()
         runs = await team.runs(crashed["thread"])
         assert [(r.id, r.status) for r in runs][:1] == [(crashed["run"], "failed")]
+        assert runs[0].error is not None and "(node node-a) stopped renewing it" in runs[0].error["message"]
         assert [r.status for r in runs] == ["failed", "completed"]
         assert _notices(await team.messages(crashed["thread"])) == [crashed["run"]]
 

@@ -81,10 +81,10 @@ def run_ended(
     )
 
 
-def resumed_again(bot: str, run_id: str, hop: int) -> Notice:
+def resumed_again(bot: str, run_id: str, hop: int, why: str = "") -> Notice:
     """A resumed run was cut off (a restart, or a lease takeover): it resumes again with the answer."""
     return Notice(
-        f"@{bot}'s run was interrupted while it resumed (the server restarted); "
+        f"@{bot}'s run was interrupted while it resumed ({why or 'the server restarted'}); "
         "it resumes again with the answer already given.",
         {"kind": "run_resumed_again", "run_id": run_id, "bot": bot},
         hop=hop,

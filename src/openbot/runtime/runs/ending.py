@@ -116,7 +116,9 @@ async def _release_items(
     return requeued
 
 
-async def resume_again(session: AsyncSession, run: Run, delivery: Delivery, *, max_attempts: int = 3) -> bool:
+async def resume_again(
+    session: AsyncSession, run: Run, delivery: Delivery, *, max_attempts: int = 3, why: str = ""
+) -> bool:
     """Put a run that was resuming back to ``waiting_human`` with its ``resume`` item queued again;
     False when it was not resuming (or its answer has had its attempts: it is failed as any run).
 
@@ -143,7 +145,7 @@ async def resume_again(session: AsyncSession, run: Run, delivery: Delivery, *, m
     item.claimed_by_run = None
     item.updated_at = now(session)
     journal_run(session, run, bot.handle)
-    notice = notices.resumed_again(bot.handle, run.id, run.hop)
+    notice = notices.resumed_again(bot.handle, run.id, run.hop, why)
     await delivery.post_notice(session, thread, notice)
     log_run(session, "run.resume_requeued", notice.text, run, bot, level="warning", detail={"item": item.id})
     wake_after_commit(session, [bot.id])

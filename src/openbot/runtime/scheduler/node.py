@@ -30,7 +30,7 @@ from openbot.config import Settings
 from openbot.core.errors import Conflict
 from openbot.store.db import Database
 
-_LOCK_SPACE = 0x0B0D  # advisory locks with two int4 keys: (this space, hash of the name)
+LOCK_SPACE = 0x0B0D  # advisory locks with two int4 keys: (this space, hash of the name)
 _DEFAULT_SLOTS = 64
 _HOST_CHARS = re.compile(r"[^A-Za-z0-9._-]")
 # The server notices a vanished host (no FIN ever comes) within about 25 s instead of hours.
@@ -83,19 +83,19 @@ async def hold(db: Database, settings: Settings) -> AsyncIterator[str]:
     plain = make_url(db.url).set(drivername="postgresql").render_as_string(hide_password=False)
     async with await psycopg.AsyncConnection.connect(plain, autocommit=True) as conn:
         for name in names:
-            cursor = await conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (_LOCK_SPACE, lock_key(name)))
+            cursor = await conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (LOCK_SPACE, lock_key(name)))
             row = await cursor.fetchone()
             if row is not None and row[0]:
                 break
         else:
-            raise _in_use(settings, names)
+            raise in_use(settings, names)
         await conn.execute(_KEEPALIVES)
         # Operators find a name's holder in pg_stat_activity.
         await conn.execute("SELECT set_config('application_name', %s, false)", (f"openbot node {name}",))
         yield name
 
 
-def _in_use(settings: Settings, names: list[str]) -> NodeInUse:
+def in_use(settings: Settings, names: list[str]) -> NodeInUse:
     if settings.node_id:
         return NodeInUse(
             f"node id {settings.node_id!r} is held by another live process; "

@@ -23,7 +23,18 @@ from openbot.store.models import InboxItem, Run
 if TYPE_CHECKING:
     from openbot.runtime.scheduler.system import ActorSystem
 
-_RESTARTED = {"code": "internal", "message": "the server restarted while this run was in flight"}
+RESTARTED = "the server restarted while this run was in flight"
+TAKEN_OVER = (
+    "its lease expired: the process running it (node {owner}) stopped renewing it, and the run was taken over"
+)
+
+
+def cause(run: Run, owner: str, *, expired_only: bool, ours: bool) -> str:
+    """Why an orphaned run stopped: this process's own restart (every run at a start on SQLite,
+    this node's runs at a start on PostgreSQL), or a process that stopped renewing its lease."""
+    if not expired_only or (ours and run.lease_owner == owner):
+        return RESTARTED
+    return TAKEN_OVER.format(owner=run.lease_owner or "unknown")
 
 
 async def recover(system: ActorSystem, *, expired_only: bool, ours: bool = False) -> int:
@@ -45,14 +56,15 @@ async def recover(system: ActorSystem, *, expired_only: bool, ours: bool = False
         resumed: set[str] = set()
         attempts = system.settings.max_item_attempts
         for run in orphans:
-            if await resume_again(s, run, system.delivery, max_attempts=attempts):
+            why = cause(run, system.owner, expired_only=expired_only, ours=ours)
+            if await resume_again(s, run, system.delivery, max_attempts=attempts, why=why):
                 resumed.add(run.id)  # waits for its answer again; its durable checkpoint is kept
                 continue
             await end_run(
                 s,
                 run,
                 RunStatus.FAILED,
-                dict(_RESTARTED),
+                {"code": "interrupted", "message": why},
                 system.delivery,
                 requeue_items=True,
                 max_attempts=attempts,
