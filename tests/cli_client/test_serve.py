@@ -87,14 +87,15 @@ def test_a_missing_postgresql_database(args: list[str], tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not PG_URL, reason="needs a PostgreSQL server (OPENBOT_TEST_DATABASE_URL)")
-@pytest.mark.parametrize("args", [["worker"], ["serve", "--port", "0"]], ids=" ".join)
-def test_a_node_id_held_by_a_live_process_is_one_line(args: list[str], tmp_path: Path) -> None:
-    """Two processes must never share a node name: the second says so in one line, exit 2."""
+def test_serve_with_a_node_id_held_by_a_live_process_is_one_line(tmp_path: Path) -> None:
+    """Two processes must never share a node name: the second says so in one line, exit 2, as
+    ``worker`` does (``test_node_identity``), instead of uvicorn's traceback."""
     plain = make_url(PG_URL or "").set(drivername="postgresql").render_as_string(hide_password=False)
     key = (node.LOCK_SPACE, node.lock_key("node-held-x"))
     with psycopg.connect(plain, autocommit=True) as holder:
         assert holder.execute("SELECT pg_try_advisory_lock(%s, %s)", key).fetchone() == (True,)
-        done = run(args, {"OPENBOT_DATABASE_URL": PG_URL or "", "OPENBOT_NODE_ID": "node-held-x"}, tmp_path)
+        env = {"OPENBOT_DATABASE_URL": PG_URL or "", "OPENBOT_NODE_ID": "node-held-x"}
+        done = run(["serve", "--port", "0"], env, tmp_path)
     assert done.returncode == 2, done.stderr
     assert done.stderr.endswith(
         "node id 'node-held-x' is held by another live process; every process needs its own OPENBOT_NODE_ID\n"
