@@ -53,13 +53,21 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+DataDirOpt = Annotated[
+    Path,
+    typer.Option(
+        "--data-dir",
+        envvar="OPENBOT_DATA_DIR",
+        help="Where the embedded database, the workspaces and the node name live.",
+    ),
+]
+
+
 @app.command()
 def serve(
     host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
-    data_dir: Annotated[Path, typer.Option("--data-dir", help="Where the embedded database lives.")] = Path(
-        ".openbot"
-    ),
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on.")] = 8000,
+    data_dir: DataDirOpt = Path(".openbot"),
     workers: Annotated[
         int, typer.Option("--workers", min=0, help="Run bots in N `openbot worker` processes (PostgreSQL).")
     ] = 0,
@@ -70,12 +78,15 @@ def serve(
     from openbot import startup
     from openbot.api.app import create_app
 
-    os.environ.setdefault("OPENBOT_DATA_DIR", str(data_dir))
+    os.environ["OPENBOT_DATA_DIR"] = str(data_dir)  # what this process and its workers use
     settings = _settings(data_dir=data_dir)
     if not _is_loopback(host) and not settings.api_token:
         typer.echo("Refusing to bind beyond loopback without OPENBOT_API_TOKEN set.", err=True)
         raise typer.Exit(2)
+    from openbot import fleet
+
     with _startup():
+        startup.check_settings(settings, workers=workers)
         sock = startup.listen(host, port)  # before the database: a port in use is said first
         try:
             startup.lock_database(settings)  # SQLite: held until this process ends
@@ -86,7 +97,8 @@ def serve(
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     backend = "PostgreSQL" if settings.database_url and "postgres" in settings.database_url else "SQLite"
     where = settings.resolved_database_url() if backend == "SQLite" else "OPENBOT_DATABASE_URL"
-    typer.echo(f"OpenBot on http://{host}:{port}/  (API: http://{host}:{port}/api/v1)")
+    address = f"[{host}]" if ":" in host else host  # an IPv6 literal, bracketed as URLs need
+    typer.echo(f"OpenBot on http://{address}:{port}/  (API: http://{address}:{port}/api/v1)")
     typer.echo(f"Database: {backend} ({where})" + ("  — single process" if backend == "SQLite" else ""))
     model = settings.default_model()
     hint = "" if settings.model else "  (set OPENBOT_MODEL=provider:model to use a real model)"
@@ -99,13 +111,6 @@ def serve(
     if not workers:
         run_http(settings)
         return
-    from openbot import fleet
-
-    try:
-        fleet.require_shared_database(settings)
-    except fleet.FleetError as exc:
-        typer.echo(str(exc), err=True)
-        raise typer.Exit(2) from exc
     typer.echo(f"Workers: {workers} process(es) beside this API process")
     children = fleet.spawn_workers(workers, str(data_dir))
     try:
@@ -115,11 +120,7 @@ def serve(
 
 
 @app.command()
-def worker(
-    data_dir: Annotated[Path, typer.Option("--data-dir", help="Data directory (settings file).")] = Path(
-        ".openbot"
-    ),
-) -> None:
+def worker(data_dir: DataDirOpt = Path(".openbot")) -> None:
     """Run bots (no HTTP) against the shared PostgreSQL database, beside any number of servers."""
     import asyncio
 
@@ -127,6 +128,7 @@ def worker(
 
     settings = _settings(data_dir=data_dir)
     with _startup():
+        startup.check_settings(settings)
         startup.check_database(settings)
     try:
         fleet.require_shared_database(settings)
@@ -208,13 +210,14 @@ def activity(
 
 
 @db_app.command("upgrade")
-def db_upgrade() -> None:
+def db_upgrade(data_dir: DataDirOpt = Path(".openbot")) -> None:
     """Apply database migrations (the server also does this at start)."""
     from openbot import startup
     from openbot.store.migrate import upgrade
 
-    settings = _settings()
+    settings = _settings(data_dir=data_dir)
     with _startup():
+        startup.lock_database(settings)  # SQLite: not under a running server; makes the data dir
         startup.check_database(settings)
     upgrade(settings.resolved_database_url())
     typer.echo("database is up to date")

@@ -89,6 +89,7 @@ def token_issue(
     """Issue a token that acts as HANDLE (printed once; needs the admin token when one is set)."""
     from openbot.client import Client
 
+    handle = handle.removeprefix("@")  # `@alice` as people write it
     with reported(server), Client(server, token) as client:
         issued = client.issue_token(handle)
     typer.echo(issued["token"])
@@ -104,6 +105,7 @@ def token_revoke(
     """Revoke every token of HANDLE."""
     from openbot.client import Client
 
+    handle = handle.removeprefix("@")
     with reported(server), Client(server, token) as client:
         client.revoke_tokens(handle)
     typer.echo(f"revoked every token of @{handle}")

@@ -141,12 +141,17 @@ class Client(FeatureCalls):
         response = self._http.request(method, path, params=params, **kwargs)
         if response.status_code >= 400:
             raise _error_from(response)
+        if 300 <= response.status_code < 400:  # a proxy's http→https, say: say where, never follow
+            raise _redirected(response)
         if not response.content:
             return None
         try:
-            return response.json()
+            body = response.json()
         except ValueError:
             raise _not_openbot(response) from None
+        if not isinstance(body, dict):  # every OpenBot answer is an object
+            raise _not_openbot(response, f"a JSON {type(body).__name__}")
+        return body
 
     def _items(self, path: str, **params: Any) -> list[JSON]:
         body = self._request("GET", path, params=params)
@@ -281,9 +286,11 @@ class Client(FeatureCalls):
             if response.status_code >= 400:
                 response.read()
                 raise _error_from(response)
-            if not response.headers.get("content-type", "").startswith("text/event-stream"):
-                response.read()
-                raise _not_openbot(response)
+            if 300 <= response.status_code < 400:
+                raise _redirected(response)
+            kind = response.headers.get("content-type", "").split(";")[0]
+            if kind != "text/event-stream":
+                raise _not_openbot(response, f"{kind or 'no content type'}, not an event stream")
             lines = response.iter_lines()
             first = next(lines, None)
             yield parse_sse(itertools.chain([] if first is None else [first], lines))
@@ -349,10 +356,16 @@ def _error_from(response: httpx.Response) -> ApiError:
     return ApiError(response.status_code, code, message, err.get("details"), _where(response))
 
 
-def _not_openbot(response: httpx.Response) -> ApiError:
-    kind = response.headers.get("content-type", "").split(";")[0] or "no content type"
+def _not_openbot(response: httpx.Response, kind: str | None = None) -> ApiError:
+    kind = kind or response.headers.get("content-type", "").split(";")[0] or "no content type"
     message = f"the answer is not OpenBot's JSON ({kind}): is this an OpenBot server?"
     return ApiError(response.status_code, "not_openbot", message, where=_where(response))
+
+
+def _redirected(response: httpx.Response) -> ApiError:
+    target = response.headers.get("location", "")
+    message = f"redirected to {target or 'another address'}: give the server's own address as --server"
+    return ApiError(response.status_code, "redirected", message, where=_where(response))
 
 
 def _where(response: httpx.Response) -> str:

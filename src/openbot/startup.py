@@ -8,6 +8,8 @@ mistake ends in one line and a non-zero exit instead of a traceback from deep in
   multi-process by design and takes no lock.
 - **The address.** ``serve`` binds its port before it touches the database, so a port in use is
   one line before any migration runs, and the socket it bound is the one it serves on.
+- **Settings that parse but cannot work**: workers that could never run on SQLite, an
+  embedder that cannot be built.
 - **The database URL** parses and names a backend OpenBot supports; on PostgreSQL the server
   answers and the database exists (OpenBot creates tables, never databases).
 """
@@ -49,12 +51,44 @@ def sqlite_path(settings: Settings) -> Path | None:
     return Path(url.database)
 
 
+def check_settings(settings: Settings, *, workers: int = 0) -> None:
+    """Settings that parse but cannot work: said before anything starts.
+
+    - ``serve --workers N`` or ``OPENBOT_RUN_WORKERS=0`` on SQLite: nothing would ever run the bots
+      (``openbot worker`` needs PostgreSQL, where processes share the database);
+    - an ``OPENBOT_EMBEDDINGS`` that names no embedder OpenBot can build.
+    """
+    if sqlite_path(settings) is not None:
+        if workers:
+            raise StartupError(
+                "workers need PostgreSQL (set OPENBOT_DATABASE_URL); SQLite is single-process: "
+                "use `openbot serve` alone"
+            )
+        if not settings.run_workers:
+            raise StartupError(
+                "OPENBOT_RUN_WORKERS=0 on SQLite: no process would run the bots (`openbot worker` "
+                "needs PostgreSQL); unset it"
+            )
+    if settings.embeddings:
+        from openbot.runtime.memory.embeddings import make_embedder
+
+        try:
+            make_embedder(settings.embeddings)
+        except ValueError as error:
+            raise StartupError(str(error)) from None
+
+
 def lock_database(settings: Settings) -> None:
     """Take the process-wide lock on the SQLite database (nothing on PostgreSQL)."""
     database = sqlite_path(settings)
     if database is None:
         return
-    database.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        database.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise StartupError(f"cannot use {database.parent} as the data dir: it is a file") from None
+    except OSError as error:
+        raise StartupError(f"cannot use {database.parent} as the data dir: {error.strerror}") from None
     lock = database.with_name(database.name + ".lock")
     fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)  # not inherited by child processes
     try:

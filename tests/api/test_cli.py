@@ -106,7 +106,8 @@ async def test_token_commands_issue_a_token_that_posts_as_its_actor_and_revoke_i
     assert (first["content"], first["sender"]["handle"]) == ("hello as alice", "alice")
     refused = await invoke("post", thread, "as you", "--from", "you", "--server", server, "--token", token)
     assert refused.exit_code == 1 and "403 forbidden" in refused.stderr
-    revoked = await invoke("token", "revoke", "alice", "--server", server)
+    revoked = await invoke("token", "revoke", "@alice", "--server", server)  # `@` as people write it
     assert revoked.exit_code == 0, revoked.output
+    assert revoked.stdout == "revoked every token of @alice\n"
     after = await invoke("post", thread, "after revoking", "--server", server, "--token", token)
     assert after.exit_code == 1 and "401 unauthorized" in after.stderr

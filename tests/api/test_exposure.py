@@ -145,11 +145,12 @@ async def test_configured_origins_get_cors_headers(rt: Runtime) -> None:
             headers={
                 "Origin": "https://app.example",
                 "Access-Control-Request-Method": "POST",
-                "Access-Control-Request-Headers": "authorization, content-type",
+                "Access-Control-Request-Headers": "authorization, content-type, idempotency-key",
             },
         )
-        assert preflight.status_code == 200
+        assert preflight.status_code == 200, preflight.text  # every request header the API reads
         assert preflight.headers["access-control-allow-origin"] == "https://app.example"
+        assert "idempotency-key" in preflight.headers["access-control-allow-headers"].lower()
         listed = await c.get("/api/v1/bots", headers={"Origin": "https://app.example"})
         assert listed.headers["access-control-allow-origin"] == "https://app.example"
         other = await c.get("/api/v1/bots", headers={"Origin": "http://evil.example"})

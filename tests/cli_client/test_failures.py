@@ -18,6 +18,8 @@ COMMANDS = [["threads"], ["bots"], ["activity"], ["activity", "--follow"], ["cha
 HTML = (200, "text/html", b"<html><body>Welcome to nginx!</body></html>")
 NOT_FOUND = (404, "text/html", b"<html><body>404 Not Found</body></html>")
 UNAUTHORIZED = json_answer(401, {"error": {"code": "unauthorized", "message": "missing or wrong API token"}})
+REDIRECT = (301, "text/html", b"")  # a proxy sending http to https, with no body
+A_LIST = json_answer(200, [1, 2])  # JSON, but not an object as every OpenBot answer is
 
 
 def one_line_failure(args: list[str], server: str) -> str:
@@ -38,11 +40,19 @@ def test_nothing_listening(args: list[str]) -> None:
 
 @pytest.mark.parametrize(
     ("answer", "expected"),
-    [(HTML, "is this an OpenBot server?"), (NOT_FOUND, "404"), (UNAUTHORIZED, "401 unauthorized")],
-    ids=["html-200", "html-404", "401"],
+    [
+        (HTML, "is this an OpenBot server?"),
+        (NOT_FOUND, "404"),
+        (UNAUTHORIZED, "401 unauthorized"),
+        (REDIRECT, "301 redirected: redirected to another address"),
+        (A_LIST, "not OpenBot's JSON (a JSON list)"),
+    ],
+    ids=["html-200", "html-404", "401", "redirect", "json-list"],
 )
 @pytest.mark.parametrize("args", COMMANDS, ids=" ".join)
 def test_not_openbot_or_refused(args: list[str], answer: Answer, expected: str) -> None:
+    if answer is A_LIST and "--follow" in args:  # it opens the event stream first
+        expected = "not OpenBot's JSON (application/json, not an event stream)"
     with fake_server(lambda method, path: answer) as server:
         line = one_line_failure(args, server)
     assert expected in line and server in line

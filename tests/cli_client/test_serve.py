@@ -51,6 +51,47 @@ def test_a_second_server_on_one_data_dir_refuses_and_a_killed_one_restarts(tmp_p
         first.stop()
 
 
+def test_serve_and_db_upgrade_use_openbot_data_dir(tmp_path: Path) -> None:
+    """The variable is the default of ``--data-dir`` for every command that opens the database."""
+    upgraded = run(["db", "upgrade"], {"OPENBOT_DATA_DIR": str(tmp_path / "new" / "dir")}, tmp_path)
+    assert upgraded.returncode == 0, upgraded.stderr
+    assert (tmp_path / "new" / "dir" / "openbot.db").exists()  # the directory was made
+    first = LiveServer(tmp_path / "data").start()
+    try:  # a second serve pointed at the first one's data dir by the variable alone is refused
+        second = run(["serve", "--port", "0"], {"OPENBOT_DATA_DIR": str(first.data_dir)}, tmp_path)
+        assert second.returncode == 2
+        assert f"is already serving {(first.data_dir / 'openbot.db').resolve()}" in second.stderr
+        assert not (tmp_path / ".openbot").exists()
+    finally:
+        first.stop()
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "expected"),
+    [
+        (["--data-dir", "{file}"], {}, "cannot use {file} as the data dir: it is a file"),
+        ([], {"OPENBOT_EMBEDDINGS": "bogus"}, "OPENBOT_EMBEDDINGS='bogus': expected provider:model"),
+        ([], {"OPENBOT_EMBEDDINGS": "hashing:abc"}, "OPENBOT_EMBEDDINGS='hashing:abc': hashing takes a"),
+        ([], {"OPENBOT_RUN_WORKERS": "0"}, "OPENBOT_RUN_WORKERS=0 on SQLite: no process would run the bots"),
+        (["--workers", "2"], {}, "workers need PostgreSQL (set OPENBOT_DATABASE_URL)"),
+    ],
+    ids=["data-dir-is-a-file", "embeddings", "embeddings-dims", "no-workers", "workers-on-sqlite"],
+)
+def test_settings_that_cannot_work_are_one_line(
+    args: list[str], env: dict[str, str], expected: str, tmp_path: Path
+) -> None:
+    file = tmp_path / "a-file"
+    file.write_text("not a directory")
+    argv = ["serve", "--port", "0", "--data-dir", str(tmp_path / "data")]
+    argv += [a.format(file=file) for a in args]
+    done = run(argv, env, tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""  # refused before the banner
+    assert done.stderr.startswith("openbot: " + expected.format(file=file)), done.stderr
+    assert done.stderr.count("\n") == 1
+    assert not (tmp_path / "data" / "openbot.db").exists()
+
+
 def test_a_port_in_use_is_one_line_before_the_database_is_touched(tmp_path: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -112,7 +112,7 @@ def create_app(
             CORSMiddleware,
             allow_origins=settings.cors_origins,
             allow_methods=["*"],
-            allow_headers=["Authorization", "Content-Type", "Last-Event-ID"],
+            allow_headers=["Authorization", "Content-Type", "Last-Event-ID", "Idempotency-Key"],
         )
     app.add_middleware(Exposure, settings=settings)  # outermost: Host and Origin before anything else
     return app
