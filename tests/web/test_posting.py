@@ -76,3 +76,37 @@ def test_an_unknown_mention_is_shown_by_the_composer_and_its_suggestion_fixes_th
     notice.get_by_role("button", name="Dismiss").click()
     expect(notice).to_be_hidden()
     assert api.runs(thread_id=thread) == []  # neither post was rerouted to @reviewer
+
+
+def test_the_composer_says_who_a_post_without_a_mention_reaches_as_the_server_routes_it(
+    page: Page, server: LiveServer, api: Client
+) -> None:
+    task = api.create_thread(title="Hints", participants=["you", "engineer", "qa"], default_bot="engineer")[
+        "id"
+    ]
+    open_app(page, server, f"/t/{task}")
+    hint = page.locator(".composer-hint")
+    expect(hint).to_contain_text("To @engineer (default)")  # before anything is typed
+    api.update_bot("engineer", enabled=False)  # the server passes a disabled default bot over
+    expect(hint).to_contain_text("To @qa (@engineer is disabled)")  # the thread's only other bot
+    composer = page.get_by_role("combobox", name="Message")
+    composer.fill("who takes this?")
+    composer.press("Enter")
+    wait_until(
+        lambda: any(m["sender"] and m["sender"]["handle"] == "qa" for m in api.messages(task)),
+        message="the hint named the bot that answered",
+    )
+    api.update_bot("engineer", enabled=True)
+
+    channel = api.create_thread(title="Room", kind="channel", participants=["you", "engineer", "qa"])["id"]
+    open_app(page, server, f"/t/{channel}")
+    expect(hint).to_contain_text("No @mention: each bot here decides whether it is meant for it")
+    expect(hint).not_to_contain_text("chief_of_staff")
+    api._request("PATCH", f"/threads/{channel}", json={"require_mention": True})
+    expect(hint).to_contain_text("Only an @mention wakes a bot here")
+
+    composer.fill("@nobodyx hello")
+    composer.press("Enter")
+    expect(page.locator(".composer-notice")).to_contain_text(
+        "@nobodyx is not a member. The message reached no bot."
+    )

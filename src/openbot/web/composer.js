@@ -134,9 +134,11 @@ function unknownNotice(composer, unknown, sent, addressed) {
         : null,
     ),
   );
+  const last = unknown[unknown.length - 1];
+  const end = last && !last.suggestion ? "." : ""; // a suggestion ends in its own "?"
   const nobody = addressed && !addressed.length ? " The message reached no bot." : "";
   return [
-    h("span.composer-notice-text", items, nobody),
+    h("span.composer-notice-text", items, end, nobody),
     h("button.icon-button.dismiss", { type: "button", "aria-label": "Dismiss", onclick: () => composer.showUnknown([]) }, "×"),
   ];
 }

@@ -25,7 +25,10 @@ export function mount(container, parts) {
     live.on("text.delta", (d) => view.onDelta(d)),
     live.on("thread.updated", (t) => view.onThread(t)),
     live.on("resync", () => view.resync()),
-    store.on("bots", () => view.renderPresence()),
+    store.on("bots", () => {
+      view.renderPresence();
+      view.composer.refreshHint(); // a default bot disabled or enabled again
+    }),
     store.on("actors", () => view.renderPresence()),
   );
   const dispose = () => {
@@ -175,6 +178,7 @@ class ThreadView {
       t.last_message_at ? h("span.muted", "last activity ", timeEl(t.last_message_at)) : null,
     );
     this.renderPresence();
+    this.composer.refreshHint(); // who a post without a mention reaches follows the thread
   }
 
   renderPresence() {
@@ -320,9 +324,14 @@ class ThreadView {
     if (unknown.length) return `${[...new Set(unknown)].map((m) => `@${m}`).join(", ")}: no such member — this message will reach no bot`;
     const t = this.thread;
     if (!t) return "";
-    const bots = (t.participants || []).filter((p) => p.kind === "bot").map((p) => p.handle);
-    const target = t.default_bot || (bots.length === 1 ? bots[0] : "chief_of_staff");
-    return `To @${target} (default) · Enter to send, Shift+Enter for a new line`;
+    const keys = "Enter to send, Shift+Enter for a new line";
+    if (t.kind === "channel") {
+      // The engagement gate, not a default bot, takes a channel post without a mention.
+      return t.require_mention
+        ? `Only an @mention wakes a bot here · ${keys}`
+        : `No @mention: each bot here decides whether it is meant for it · ${keys}`;
+    }
+    return `${defaultHint(t)} · ${keys}`;
   }
 
   async send(text) {
@@ -347,4 +356,18 @@ class ThreadView {
       /* read state is best effort */
     }
   }
+}
+
+/** Who a task thread's post without a mention wakes, as the server routes it: the default bot,
+ * else the thread's only bot, else @chief_of_staff; a disabled bot is passed over. */
+function defaultHint(t) {
+  const enabled = (handle) => store.bots.get(handle)?.enabled !== false && store.bots.has(handle);
+  const disabled = t.default_bot && store.bots.has(t.default_bot) && !enabled(t.default_bot) ? t.default_bot : null;
+  const bots = (t.participants || []).filter((p) => p.kind === "bot" && enabled(p.handle)).map((p) => p.handle);
+  let target = null;
+  if (t.default_bot && enabled(t.default_bot)) target = t.default_bot;
+  else if (bots.length === 1) target = bots[0];
+  else if (enabled("chief_of_staff")) target = "chief_of_staff";
+  const why = disabled ? ` (@${disabled} is disabled)` : " (default)";
+  return target ? `To @${target}${why}` : `No bot will get this${disabled ? why : ""}: @mention one`;
 }

@@ -103,7 +103,7 @@ export class Timeline {
     this.renderedFrom = Math.max(0, this.entries.length - WINDOW);
     const frag = document.createDocumentFragment();
     for (let i = this.renderedFrom; i < this.entries.length; i += 1) frag.appendChild(this.renderOne(this.entries[i]));
-    if (!this.entries.length) frag.appendChild(h("div.empty.thread-empty", "No messages yet. Say hello — mention a bot with @, or just write to the default bot."));
+    if (!this.entries.length) frag.appendChild(h("div.empty.thread-empty", "No messages yet. Say hello — mention a bot with @ (the line under the box says who a message reaches)."));
     this.list.appendChild(frag);
     this.updateEarlier();
     this.scrollToEnd(true);
