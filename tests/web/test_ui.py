@@ -392,8 +392,19 @@ def test_a_paused_run_keeps_what_it_said_without_a_caret_and_a_misfit_edit_reads
     card.get_by_label(re.compile("Arguments")).fill('{"todos": "a"}')
     card.get_by_role("button", name="Send decision").click()
     error = card.locator(".form-error")
-    expect(error).to_contain_text("do not fit todo_write's parameters")
+    expect(error).to_contain_text("Action 1 (todo_write): the edited args do not fit todo_write's parameters")
     expect(error).not_to_contain_text("{")
+    expect(error).not_to_contain_text("decision 0")  # the card counts actions from 1
+    args = card.get_by_label(re.compile("Arguments"))
+    args.fill("{not json")
+    card.get_by_role("button", name="Send decision").click()
+    expect(error).to_contain_text("Action 1 (todo_write): the arguments are not valid JSON")
+    # Approve after an edit runs the original arguments, so the box shows them; Edit brings the edit back.
+    card.get_by_role("radio", name="Approve").check()
+    expect(args).to_have_value(re.compile('"content": "a"'))
+    expect(args).to_have_js_property("readOnly", True)
+    card.get_by_role("radio", name="Edit").check()
+    expect(args).to_have_value("{not json")
     assert wait_run(api, thread, "waiting_human")["status"] == "waiting_human"
 
 

@@ -103,10 +103,19 @@ function approvalCard(run, threadTitle) {
       fill(form, h("p.muted", { role: "status" }, `Sent (${summary}). Resuming @${run.bot}…`));
     } catch (error) {
       submit.disabled = false;
-      showError(err, error);
+      showError(err, forAction(error, actions));
     }
   });
   return form;
+}
+
+/** A refusal that names a decision by its index ("decision 0: …") named as the card does:
+ * "Action 1 (run_shell): …". */
+function forAction(error, actions) {
+  const index = error?.details?.index;
+  if (!Number.isInteger(index) || !actions[index]) return error;
+  const text = describeError(error).replace(/^decision \d+: /, "");
+  return new Error(`Action ${index + 1} (${actions[index].name}): ${text}`);
 }
 
 /** One action of an approval: its decision (approve, edit, reject), arguments and reason. */
@@ -135,9 +144,16 @@ function approvalRow(action, index) {
     reasonWrap,
   );
   const current = () => el.querySelector(`input[name="${group}"]:checked`)?.value || "approve";
+  let edited = null; // the edit, kept while another decision is picked (which shows the original)
   el.addEventListener("change", (event) => {
     if (event.target.name !== group) return;
     const value = current();
+    if (value === "edit") {
+      if (edited !== null) args.value = edited;
+    } else {
+      if (!args.readOnly) edited = args.value;
+      args.value = argsText; // approving runs these arguments, not the edit
+    }
     args.readOnly = value !== "edit";
     argsLabel.textContent = value === "edit" ? "Arguments (JSON, editable)" : "Arguments";
     reasonWrap.hidden = value !== "reject";
@@ -146,10 +162,10 @@ function approvalRow(action, index) {
     if (value === "reject") reason.focus();
   });
   el.dataset.decision = "approve";
-  return { el, decision: () => decision(current(), action, args, reason) };
+  return { el, decision: () => decision(current(), action, index, args, reason) };
 }
 
-function decision(value, action, args, reason) {
+function decision(value, action, index, args, reason) {
   if (value === "approve") return { type: "approve" };
   if (value === "reject") {
     const message = reason.value.trim();
@@ -158,6 +174,6 @@ function decision(value, action, args, reason) {
   try {
     return { type: "edit", args: JSON.parse(args.value) };
   } catch (error) {
-    throw new Error(`Arguments for ${action.name} are not valid JSON: ${error.message}`);
+    throw new Error(`Action ${index + 1} (${action.name}): the arguments are not valid JSON: ${error.message}`);
   }
 }
