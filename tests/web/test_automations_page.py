@@ -138,3 +138,25 @@ def test_deleting_waits_for_a_load_under_way_so_it_never_asks_for_a_deleted_hist
     assert made["id"] not in [a["id"] for a in api.automations()]
     deleted_at = log.index(f"DELETE /automations/{made['id']}")
     assert not [r for r in log[deleted_at:] if "/occurrences" in r], log
+
+
+def test_a_list_that_failed_to_load_is_not_shown_as_empty(
+    page: Page, server: LiveServer, api: Client, console: ConsoleWatch
+) -> None:
+    console.allow("status of 503")  # the browser's own log of the refused request
+    made = api.create_automation(bot="qa", title="Nightly", content="@qa nightly", cron="0 2 * * *")
+    page.route(
+        "**/api/v1/automations",
+        lambda route: route.fulfill(
+            status=503,
+            content_type="application/json",
+            body='{"error": {"code": "internal", "message": "down"}}',
+        ),
+    )
+    page.goto(f"{server.url}/#/automations/{made['id']}")
+    expect(page.locator(".automations [role=status]")).to_contain_text("Could not load")
+    expect(page.get_by_text("No automations yet.")).to_have_count(0)  # it would read as deleted
+    expect(page.get_by_text(f"No automation {made['id']}")).to_have_count(0)
+    page.unroute("**/api/v1/automations")
+    page.reload()
+    expect(page.locator(f'tr[data-id="{made["id"]}"]')).to_contain_text("Nightly")

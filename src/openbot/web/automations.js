@@ -17,6 +17,7 @@ export function schedule(a) {
 export function mount(container, parts) {
   let selected = parts[1] || null;
   let items = [];
+  let loaded = false; // the list came from the server at least once
   const rows = h("tbody");
   const history = h("div.automation-history", { "aria-live": "polite" });
   const status = h("span.muted.small", { role: "status" });
@@ -33,7 +34,8 @@ export function mount(container, parts) {
 
   function render() {
     clear(rows);
-    if (!items.length) rows.append(h("tr", h("td.empty", { colSpan: 7 }, "No automations yet.")));
+    // Empty only once the server said so: a failed load shows its error, never "none yet".
+    if (loaded && !items.length) rows.append(h("tr", h("td.empty", { colSpan: 7 }, "No automations yet.")));
     for (const a of items) rows.append(row(a, a.id === selected, { load, select }));
   }
 
@@ -42,6 +44,7 @@ export function mount(container, parts) {
   async function loadNow() {
     try {
       items = await api.automations();
+      loaded = true;
       status.textContent = "";
     } catch (error) {
       status.textContent = `Could not load: ${describeError(error)}`;
@@ -57,7 +60,7 @@ export function mount(container, parts) {
   async function showHistory() {
     const a = items.find((x) => x.id === selected);
     if (!a) {
-      fill(history, selected ? h("p.empty", `No automation ${selected}.`) : null);
+      fill(history, selected && loaded ? h("p.empty", `No automation ${selected}.`) : null);
       return;
     }
     let occurrences = [];

@@ -184,8 +184,7 @@ export class RunCard {
   async cancel(button) {
     button.disabled = true;
     try {
-      await api.cancel(this.run.id);
-      toast(`Cancelling @${this.run.bot}'s run…`);
+      await api.cancel(this.run.id); // the card itself turns "cancelled" (run.updated)
     } catch (error) {
       button.disabled = false;
       toast(`Cancel failed: ${describeError(error)}`, "error");
