@@ -290,6 +290,28 @@ def test_bot_editor_saves_settings_and_shows_validation_errors(
     assert api.bot("reviewer")["model_settings"]["script"][-1]["match"] == "(?i)lgtm"
 
 
+def test_bot_editor_shows_a_rules_say_and_drops_it_with_the_tool_calls(
+    page: Page, server: LiveServer, api: Client
+) -> None:
+    planning_bot(api, "a", say="Working on it.")
+    open_app(page, server, "/bots/engineer")
+    editor = page.get_by_role("form", name="@engineer")
+    said = editor.get_by_label("Said with the tool calls (optional)")
+    expect(said).to_have_value("Working on it.")
+    said.fill("On it.")
+    editor.get_by_role("button", name="Save").click()
+    expect(page.get_by_role("status").filter(has_text="Saved @engineer")).to_be_visible()
+    assert api.bot("engineer")["model_settings"]["script"][0]["say"] == "On it."
+
+    editor.get_by_label("Tool calls (JSON, optional)").fill("")  # no calls: nothing to say beside them
+    editor.get_by_role("button", name="Save").click()  # the same status line: wait on the bot itself
+    rule = wait_until(
+        lambda: (r := api.bot("engineer")["model_settings"]["script"][0]) and "tool_calls" not in r and r,
+        message="saved without tool calls",
+    )
+    assert "say" not in rule  # saved at all: a `say` left behind would be a 422
+
+
 def test_bots_list_shows_live_state(page: Page, server: LiveServer, api: Client) -> None:
     api.script_bot("qa", [{"match": "(?i)check", "reply": "checked"}], delay_ms=2500)
     thread = thread_with(api, "Live state", bot="qa")

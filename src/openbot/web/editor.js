@@ -186,20 +186,23 @@ class ScriptEditor {
     const match = h("input", { type: "text", value: rule.match || "", placeholder: "regex, e.g. (?i)deploy", spellcheck: false });
     const reply = h("textarea", { rows: 2, placeholder: "reply; may use {trigger} {handle} {tool_result}" });
     reply.value = rule.reply || "";
-    const calls = h("textarea.code", { rows: 2, placeholder: '[{"name": "ask_human", "args": {"question": "Ship it?"}}]', spellcheck: false });
+    const calls = h("textarea.code", { rows: 4, placeholder: '[{"name": "ask_human", "args": {"question": "Ship it?"}}]', spellcheck: false });
     calls.value = rule.tool_calls && rule.tool_calls.length ? json(rule.tool_calls) : "";
+    const say = h("input", { type: "text", value: rule.say || "", placeholder: "optional text said beside the tool calls" });
     const item = h("li.rule");
     const entry = {
       item,
       value() {
         const out = { ...rule, match: match.value, reply: reply.value };
         delete out.tool_calls;
+        delete out.say; // said beside tool calls only: it goes when they go
         if (calls.value.trim()) {
           try {
             out.tool_calls = JSON.parse(calls.value);
           } catch (error) {
             throw new Error(`Rule ${rules.indexOf(entry) + 1}: tool calls are not valid JSON (${error.message})`);
           }
+          if (say.value) out.say = say.value;
         }
         return out;
       },
@@ -212,6 +215,7 @@ class ScriptEditor {
       field("Match (regex)", match),
       field("Reply", reply),
       field("Tool calls (JSON, optional)", calls),
+      field("Said with the tool calls (optional)", say),
       h("div.row.end", remove),
     );
     rules.push(entry);
