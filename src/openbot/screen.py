@@ -13,6 +13,7 @@ handler right there, between two keystrokes, and the handler redraws the prompt.
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from types import FrameType
 
@@ -36,6 +37,7 @@ class Screen:
         self.in_stream = False
         self.keyboard: threading.Thread | None = None  # the thread in input(), once it can be signalled
         self.redraw_pending = False
+        self._holding = False  # the keyboard thread holds the lock while readline draws the prompt
 
     def _clear_prompt(self) -> None:
         if self.at_prompt and not self.in_stream:
@@ -96,12 +98,31 @@ class Screen:
                 self._redraw_prompt()
 
     def prompt(self) -> str:
-        """Read one line at the prompt (``EOFError`` on Ctrl-D)."""
+        """Read one line at the prompt (``EOFError`` on Ctrl-D).
+
+        readline draws the prompt itself, from C and without the lock, so the event thread must not
+        print while it does: the lock is held from here until readline's pre-input hook says the
+        prompt is on screen (else a reply's line and the prompt interleave, down to the bytes of a
+        character). Without readline, or off a terminal, ``input`` does not use it: no hook."""
         self._listen_for_redraws()
-        with self.lock:
-            self.at_prompt = True
+        hooked = readline is not None and sys.stdin.isatty() and sys.stdout.isatty()
+        self.lock.acquire()
+        self.at_prompt = True
+        self._holding = True
+        if hooked:
+            readline.set_pre_input_hook(self._prompt_drawn)
+        else:
+            self._prompt_drawn()
         try:
             return input(PROMPT)
         finally:
+            if hooked:
+                readline.set_pre_input_hook()
+            self._prompt_drawn()  # when input() ended before readline drew the prompt
             with self.lock:
                 self.at_prompt = False
+
+    def _prompt_drawn(self) -> None:
+        if self._holding:
+            self._holding = False
+            self.lock.release()

@@ -67,7 +67,6 @@ class Terminal:
                 return found
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                open("/tmp/raw_fail.bin", "wb").write(self.raw)
                 raise AssertionError(
                     f"{pattern!r} did not appear; screen after mark:\n{self.text[self.mark :][-3000:]}"
                 )
