@@ -268,6 +268,10 @@ async def update_bot(session: AsyncSession, handle: str, command: BotUpdate) -> 
 
 async def delete_bot(session: AsyncSession, handle: str) -> None:
     actor, profile = await get_bot(session, handle)
+    # Locked and read again (PostgreSQL): of two deletes racing, the second finds it gone (404).
+    await session.refresh(actor, with_for_update=True)
+    if actor.deleted:
+        raise NotFound(f"no bot @{handle}", {"handle": handle})
     open_runs = await session.scalar(
         select(func.count()).select_from(Run).where(Run.bot_id == actor.id, Run.status.in_(ACTIVE_RUNS))
     )

@@ -18,7 +18,7 @@ from openbot.runtime.views import MessageView, ThreadView, message_view, thread_
 from openbot.store import fast, inserts
 from openbot.store.db import now
 from openbot.store.journal import append_event, log_activity
-from openbot.store.models import Actor, InboxItem, Message, Thread, ThreadParticipant
+from openbot.store.models import Actor, InboxItem, Message, Run, Thread, ThreadParticipant
 
 
 async def get_thread(session: AsyncSession, thread_id: str) -> Thread:
@@ -179,7 +179,18 @@ async def _actor(session: AsyncSession, handle: str, field: str) -> Actor:
 
 
 async def delete_thread(session: AsyncSession, thread_id: str) -> None:
-    thread = await get_thread(session, thread_id)
+    # Its runs first, then the thread, both locked (PostgreSQL): the order a finish, a cancel or a
+    # resume takes them in (run, then thread), so a delete racing one waits instead of deadlocking,
+    # and of two deletes racing the second finds the thread gone (404).
+    await session.execute(select(Run.id).where(Run.thread_id == thread_id).order_by(Run.id).with_for_update())
+    thread = await session.scalar(
+        select(Thread)
+        .where(Thread.id == thread_id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
+    if thread is None:
+        raise NotFound(f"thread {thread_id} not found", {"thread_id": thread_id})
     await dispose_queued(session, Reason.THREAD_DELETED, thread_id=thread_id)  # invariant 13
     await session.delete(thread)
     append_event(session, "thread.updated", {"id": thread_id, "deleted": True}, thread_id)

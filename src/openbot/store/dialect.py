@@ -141,13 +141,15 @@ class PostgresDialect(Dialect):
     def write_journal(
         self, session: Session, activity: Sequence[Any], events: Sequence[Any], sender: str
     ) -> None:
-        """Activity rows, then journal rows last and under the lock: every INSERT in one pipeline
+        """Journal rows, then activity rows, last and under the lock: every INSERT in one pipeline
         with the writes the fast path holds and the COMMIT itself (``driver.at_commit``: one round
         trip; anything the ORM still flushes goes out before it).
 
         Taking the journal lock last means a transaction holding it waits for nothing but its own
         commit, so it can never be part of a lock cycle; holding it through commit makes journal
         ids visible in order, so a reader tailing ``id > last`` never skips a row that commits late.
+        The activity log is tailed the same way (``after_id``), so its rows are inserted under the
+        lock too (a transaction with activity rows but no journal rows takes it on its own).
 
         Every other transaction that writes the journal waits while this one holds the lock, so it
         is held for one statement and the commit: the statement that inserts the journal rows
@@ -163,14 +165,8 @@ class PostgresDialect(Dialect):
         session.flush()  # every other write of the transaction first
         connection = session.connection()
         sa_dialect = connection.dialect
-        chunks: list[Sequence[Any]] = []
+        chunks: list[Sequence[Any] | None] = []  # None: a statement whose rows are not ids
         statements: list[tuple[str, Any]] = []
-        shape = inserts.rows_of(inserts.table_of(ActivityLog), sa_dialect)
-        for start in range(0, len(activity), inserts.CHUNK):
-            chunk = activity[start : start + inserts.CHUNK]
-            values = shape.params(chunk, inserts.attribute)
-            statements.append((shape.sql(len(chunk), returning=True), values))
-            chunks.append(chunk)
         head = {"key": _JOURNAL_LOCK, "channel": CHANNEL, "payload": announcement_of(session, sender)}
         for start in range(0, len(events), _JOURNAL_CHUNK):
             chunk = events[start : start + _JOURNAL_CHUNK]
@@ -181,10 +177,21 @@ class PostgresDialect(Dialect):
                 )
             statements.append(fast.bound(_journal_insert(len(chunk)), sa_dialect, params))
             chunks.append(chunk)
+        if activity and not events:  # activity ids commit in order too (``GET /activity?after_id=``)
+            statements.append(fast.bound(_ACTIVITY_LOCK, sa_dialect, {"key": _JOURNAL_LOCK}))
+            chunks.append(None)
+        shape = inserts.rows_of(inserts.table_of(ActivityLog), sa_dialect)
+        for start in range(0, len(activity), inserts.CHUNK):  # under the lock: it has no foreign keys
+            chunk = activity[start : start + inserts.CHUNK]
+            values = shape.params(chunk, inserts.attribute)
+            statements.append((shape.sql(len(chunk), returning=True), values))
+            chunks.append(chunk)
 
         def took(rows: list[Sequence[Any]]) -> None:
-            # Each sequence is drawn in VALUES order (the journal's under the lock): sorted ids match.
+            # Each sequence is drawn in VALUES order (under the lock): sorted ids match.
             for chunk, found in zip(chunks, rows, strict=True):
+                if chunk is None:
+                    continue
                 for row, id_ in zip(chunk, sorted(row[0] for row in found), strict=True):
                     row.id = id_
 
@@ -237,6 +244,7 @@ def announcement_of(session: Session, sender: str) -> str:
 _LOCK_BOT = fast.Sql(select(Actor.id).where(Actor.id == bindparam("bot_id")).with_for_update(key_share=True))
 _SHARE_BOT = fast.Sql(select(Actor.id).where(Actor.id == bindparam("bot_id")).with_for_update(read=True))
 _JOURNAL_CHUNK = 100  # journal rows per INSERT (a transaction writes a handful)
+_ACTIVITY_LOCK = fast.Sql(text("SELECT pg_advisory_xact_lock(:key)"))  # activity rows, no journal rows
 _JOURNAL_INSERTS: dict[int, fast.Sql] = {}
 
 

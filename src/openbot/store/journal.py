@@ -1,7 +1,7 @@
 """The event journal and the activity log, both written inside the caller's transaction.
 
 Journal ids are the SSE ids. Rows are queued while the transaction runs and written at commit,
-activity first and journal last, through the dialect (on PostgreSQL under a transaction-scoped
+journal and activity, through the dialect (on PostgreSQL under a transaction-scoped
 advisory lock, so ids commit in order and a reader tailing ``id > last`` never skips a row that
 commits late).
 """

@@ -196,7 +196,7 @@ async def _bot(s: AsyncSession, handle: str) -> BotRef:
 
 
 async def _memory(s: AsyncSession, bot: BotRef, memory_id: str) -> Memory:
-    memory = await store.get(s, bot.id, memory_id)
+    memory = await store.get(s, bot.id, memory_id, for_update=True)  # for an edit or a deletion
     if memory is None:
         raise NotFound(f"@{bot.handle} has no memory {memory_id}", {"memory_id": memory_id})
     return memory

@@ -104,9 +104,12 @@ async def create(
     return memory
 
 
-async def get(session: AsyncSession, bot_id: str, memory_id: str) -> Memory | None:
-    """The bot's memory with this id (another bot's memory is not found)."""
-    memory = await session.get(Memory, memory_id)
+async def get(
+    session: AsyncSession, bot_id: str, memory_id: str, *, for_update: bool = False
+) -> Memory | None:
+    """The bot's memory with this id (another bot's memory is not found); ``for_update``: locked
+    (PostgreSQL), so an edit and a deletion racing each other take turns."""
+    memory = await session.get(Memory, memory_id, with_for_update=for_update or None)
     return memory if memory is not None and memory.bot_id == bot_id else None
 
 

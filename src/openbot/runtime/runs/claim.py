@@ -18,6 +18,7 @@ from openbot.core.ids import new_id
 from openbot.core.scheduling import Batch, ItemKind, QueuedItem, pick
 from openbot.core.states import ACTIVE_RUNS, IN_FLIGHT_RUNS, ItemStatus, RunStatus, check
 from openbot.runtime.governor.admission import QUEUE, Admission, note_collapse, queue_of, retire
+from openbot.runtime.governor.disposals import Reason, dispose_queued
 from openbot.runtime.runs.events import journal_run, log_run, move
 from openbot.store import fast, inserts
 from openbot.store.columns import Columns
@@ -39,7 +40,7 @@ _BOT = fast.Sql(
 # The batch's items become the run's: one UPDATE (the claim checked each is still queued).
 _LEASE = fast.Sql(
     update(InboxItem)
-    .where(InboxItem.id.in_(bindparam("ids", expanding=True)))
+    .where(InboxItem.id.in_(bindparam("ids", expanding=True)), InboxItem.status == ItemStatus.QUEUED)
     .values(
         status=ItemStatus.PROCESSING,
         attempts=InboxItem.attempts + 1,
@@ -81,6 +82,10 @@ async def claim_next(
     # The bot and its queue, read together (on PostgreSQL one round trip, with the lock before).
     ids = {"bot_id": bot_id}
     rows, queue = await fast.execute_all(session, [(_BOT, ids), (QUEUE, ids)])
+    if rows and rows[0].bot_deleted and queue:
+        # Mail that a post racing the bot's deletion queued after it (PostgreSQL): never served.
+        await dispose_queued(session, Reason.BOT_DISABLED, bot_id=bot_id)
+        return None
     if not rows or rows[0].bot_deleted or not rows[0].bot_enabled:
         return None
     bot, profile = _ACTOR.of(rows[0]), _PROFILE.of(rows[0])
@@ -157,8 +162,8 @@ async def _start(
 ) -> Run | None:
     """The run for a batch: the paused run a resume item points at, or a new one."""
     stamp = now(session)
-    if batch.is_resume:
-        run = await session.get(Run, items[0].run_id)
+    if batch.is_resume:  # locked: a cancel that came first is seen, one that comes later waits
+        run = await session.get(Run, items[0].run_id, with_for_update=True)
         if run is None or run.status != RunStatus.WAITING_HUMAN:
             check(ItemStatus, items[0].status, ItemStatus.CANCELLED)
             await fast.execute(session, _CANCEL_ONE, {"item_id": items[0].id, "stamp": stamp})

@@ -26,7 +26,9 @@ from openbot.store.models import Actor, InboxItem, Run, Thread
 
 
 async def cancel(session: AsyncSession, run_id: str, delivery: Delivery, reason: str = "cancelled") -> Run:
-    run = await session.get(Run, run_id)
+    # Locked (PostgreSQL): a finish, a resume or a claim of the run waits, or is waited for, and
+    # whichever comes second sees what the first did (SQLite's writer is serialised already).
+    run = await session.get(Run, run_id, with_for_update=True)
     if run is None:
         raise NotFound(f"run {run_id} not found", {"run_id": run_id})
     if run.status not in ACTIVE_RUNS:

@@ -114,7 +114,7 @@ async def request_resume(
 ) -> tuple[Run, Actor]:
     """Record ``answerer``'s answer and wake the bot. With ``asked_only`` (an actor token), only an
     actor whose mailbox got the question may answer it."""
-    run = await session.get(Run, run_id)
+    run = await session.get(Run, run_id, with_for_update=True)  # one answer, and never after a cancel
     if run is None:
         raise NotFound(f"run {run_id} not found", {"run_id": run_id})
     if run.status != RunStatus.WAITING_HUMAN or run.interrupt is None:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
 
 from openbot.config import Settings
+from openbot.core.errors import Conflict
 from openbot.core.states import ACTIVE_RUNS, ItemStatus, RunStatus
 from openbot.runtime import access, team
 from openbot.runtime.commands import ActorCreate, ActorUpdate, BotCreate, BotUpdate
@@ -15,6 +19,18 @@ from openbot.runtime.views import ActorView, BotState, BotView, TokenIssued, act
 from openbot.runtime.webhooks.sender import Sender
 from openbot.store.db import Database
 from openbot.store.models import Actor, BotProfile, ExternalProfile, InboxItem, Run
+
+
+@contextmanager
+def _handle_taken(handle: str) -> Iterator[None]:
+    """Two creations racing for one handle both pass the check (``team._check_handle``) on
+    PostgreSQL; the database's unique index refuses the second, which is the same 409."""
+    try:
+        yield
+    except IntegrityError as error:
+        if "handle" not in str(error.orig):
+            raise
+        raise Conflict(f"the handle @{handle} is taken", {"handle": handle}) from None
 
 
 @dataclass(frozen=True)
@@ -44,8 +60,9 @@ class TeamService:
     async def create_bot(self, command: BotCreate) -> BotView:
         if command.model is None:
             command = command.model_copy(update={"model": self.settings.default_model()})
-        async with self.db.transaction() as s:
-            actor, profile = await team.create_bot(s, command)
+        with _handle_taken(command.handle):
+            async with self.db.transaction() as s:
+                actor, profile = await team.create_bot(s, command)
         return await self._with_state(actor, profile)
 
     async def update_bot(self, handle: str, command: BotUpdate) -> BotView:
@@ -74,9 +91,10 @@ class TeamService:
     async def create_actor(self, command: ActorCreate) -> ActorView:
         if command.webhook_url is not None:  # the SSRF rule, on what the name resolves to now (422)
             await Sender(allow_private=self.settings.webhook_allow_private).check_url(command.webhook_url)
-        async with self.db.transaction() as s:
-            actor = await team.create_actor(s, command)
-            external = await s.get(ExternalProfile, actor.id)
+        with _handle_taken(command.handle):
+            async with self.db.transaction() as s:
+                actor = await team.create_actor(s, command)
+                external = await s.get(ExternalProfile, actor.id)
         return actor_view(actor, external)
 
     async def update_actor(self, handle: str, command: ActorUpdate) -> ActorView:
