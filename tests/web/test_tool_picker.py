@@ -21,7 +21,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     data = tmp_path_factory.mktemp("openbot-tools")
     config = data / "mcp.json"
-    config.write_text(json.dumps({"mcpServers": {"fx": fixture_server()}}), encoding="utf-8")
+    broken = {"args": ["no command given"]}  # a configuration error: failed, never started
+    config.write_text(
+        json.dumps({"mcpServers": {"fx": fixture_server(), "broken": broken}}), encoding="utf-8"
+    )
     live = LiveServer(data, env={"OPENBOT_MCP_CONFIG": str(config)})
     live.start()
     yield live
@@ -29,7 +32,24 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
 
 
 def _mcp_up(api: Client) -> bool:
-    return [s["status"] for s in api.mcp_servers()] == ["running"]
+    return {s["name"]: s["status"] for s in api.mcp_servers()} == {"fx": "running", "broken": "failed"}
+
+
+def test_the_editor_shows_each_mcp_servers_state_and_why_one_failed(
+    page: Page, server: LiveServer, api: Client
+) -> None:
+    wait_until(lambda: _mcp_up(api), message="the MCP servers settled")
+    (broken,) = [s for s in api.mcp_servers() if s["name"] == "broken"]
+    api.update_bot("reviewer", tools=["mcp:broken"])
+    page.goto(f"{server.url}/#/bots/reviewer")
+    picker = page.get_by_role("group", name="Tools")
+    servers = picker.get_by_role("table", name="MCP servers")
+    expect(servers.locator("tr[data-server=fx]")).to_contain_text("running")
+    row = servers.locator("tr[data-server=broken]")
+    expect(row).to_contain_text("failed")
+    expect(row.locator(".mcp-error")).to_have_text(broken["error"])
+    kept = picker.get_by_role("table", name="Not in the registry (kept until unticked)")
+    expect(kept).to_contain_text(f"mcp:broken (the server is failed: {broken['error']})")
 
 
 def test_the_editor_selects_a_whole_mcp_server_and_puts_one_tool_behind_approval(

@@ -29,14 +29,17 @@ export class ToolPicker {
     this.initial = { tools: new Set(tools), approvals: new Set(approvals) };
     this.rows = []; // {name, use, approval, granted_by, group}
     this.groups = []; // {selector, use, approval}
+    this.servers = new Map(); // MCP server name → {name, status, error, tools}
     this.el = h("fieldset.tool-picker", { "aria-label": "Tools" }, h("legend", "Tools"), h("p.help", "Loading the tool registry…"));
     this.ready = this.load();
   }
 
   async load() {
     let tools;
+    let servers = [];
     try {
-      tools = await api.tools();
+      // The MCP servers' state is a help, not a need: the picker works without it.
+      [tools, servers] = await Promise.all([api.tools(), api.mcpServers().catch(() => [])]);
     } catch (err) {
       this.el.querySelector("p.help").textContent = `The tool registry could not be loaded: ${describeError(err)}`;
       return;
@@ -48,11 +51,35 @@ export class ToolPicker {
       grouped.get(key).tools.push(tool);
     }
     const known = new Set(tools.map((t) => t.name));
+    this.servers = new Map(servers.map((server) => [server.name, server]));
     this.el.replaceChildren(
       h("legend", "Tools"),
       h("p.help", "Use: the bot is built with the tool. Needs approval: each call waits for a person to approve, edit or reject it."),
       ...[...grouped.values()].map((g) => this.group(g)),
-      ...[this.unknown(known)].filter(Boolean),
+      ...[this.unknown(known), this.serverTable(servers)].filter(Boolean),
+    );
+  }
+
+  /** Every configured MCP server with its state, and why it failed: a failed server has no tools
+   * to list above, so this is where a person finds out. */
+  serverTable(servers) {
+    if (!servers.length) return null;
+    return h(
+      "table.tool-group.mcp-servers",
+      h("caption", "MCP servers"),
+      h("thead", h("tr", h("th", { scope: "col" }, "Server"), h("th", { scope: "col" }, "State"), h("th", { scope: "col" }, "Tools"))),
+      h(
+        "tbody",
+        servers.map((server) =>
+          h(
+            "tr",
+            { dataset: { server: server.name } },
+            h("th", { scope: "row" }, h("code", `mcp:${server.name}`), server.error ? h("p.help.mcp-error", server.error) : null),
+            h("td", h("span.state-pill", { class: `state-${server.status}` }, server.status)),
+            h("td", String(server.tools ?? 0)),
+          ),
+        ),
+      ),
     );
   }
 
@@ -117,10 +144,14 @@ export class ToolPicker {
       approval: check(this.initial.approvals.has(name), `${name} needs approval`),
     }));
     if (!this.others.length) return null;
+    const why = (name) => {
+      const server = name.startsWith("mcp:") ? this.servers.get(name.slice(4)) : null;
+      return server ? h("span.help", ` (the server is ${server.status}${server.error ? `: ${server.error}` : ""})`) : null;
+    };
     return h(
       "table.tool-group",
       h("caption", "Not in the registry (kept until unticked)"),
-      h("tbody", this.others.map((o) => h("tr", h("th", { scope: "row" }, h("code", o.name)), h("td", o.use), h("td", o.approval)))),
+      h("tbody", this.others.map((o) => h("tr", h("th", { scope: "row" }, h("code", o.name), why(o.name)), h("td", o.use), h("td", o.approval)))),
     );
   }
 
