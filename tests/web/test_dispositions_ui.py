@@ -40,7 +40,15 @@ def test_who_saw_this_and_why_didnt_a_bot_answer(page: Page, server: LiveServer,
 
     page.locator(".presence button[data-handle='qa']").click()
     expect(why.locator(".why-answer")).to_have_attribute("data-answer", "answered")
+    expect(why.locator(".why-head")).to_have_text("@qa answered×")  # not "why didn't it answer?"
     expect(why.get_by_role("link", name="See the reply")).to_be_visible()
+
+
+def test_a_thread_that_does_not_exist_offers_no_composer(page: Page, server: LiveServer, console) -> None:  # type: ignore[no-untyped-def]
+    console.allow("status of 404")  # the browser's own log of the missing thread
+    page.goto(f"{server.url}/#/t/thr_nosuchthread")
+    expect(page.get_by_text("This thread does not exist (or was deleted).")).to_be_visible()
+    expect(page.get_by_role("combobox", name="Message")).to_be_hidden()
 
 
 def test_channel_mention_switch_and_bot_aliases(page: Page, server: LiveServer, api: Client) -> None:

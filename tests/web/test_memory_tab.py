@@ -34,11 +34,15 @@ def test_memory_tab_lists_searches_filters_adds_edits_archives_and_deletes(
     items = page.locator(".memory-item")
     expect(items).to_have_count(2)
     expect(page.locator(".memory-index")).to_contain_text("lexical")
+    expect(items.first).to_contain_text("used 0× ")
+    expect(items.first).to_contain_text("never used yet")  # not its creation time as a last use
+    expect(items.first).not_to_contain_text("last used")
 
     page.get_by_label("Search memories").fill("when are releases cut?")
     expect(items).to_have_count(1)
     expect(items.first).to_contain_text("Tuesdays")
     expect(items.first).to_contain_text("score")
+    expect(items.first).to_contain_text(re.compile(r"score (\d\.\d+e-\d+|0\.\d*[1-9])"))  # never 0.000
     page.get_by_label("Search memories").fill("")
     page.get_by_label("Segment").select_option("preference")
     expect(items).to_have_count(1)

@@ -67,7 +67,7 @@ export async function showWhy(target, bot, message) {
     const d = answer.disposition;
     fill(
       target,
-      h("div.why-head", h("strong", `Why didn't @${bot} answer?`), closeButton(target)),
+      h("div.why-head", h("strong", answer.answer === "answered" ? `@${bot} answered` : `Why didn't @${bot} answer?`), closeButton(target)),
       h("p.why-quote.muted", `“${message.content.slice(0, 140)}”`),
       h("p.why-answer", { dataset: { answer: answer.answer } }, h("span.chip", answer.answer.replace(/_/g, " ")), " ", answer.summary),
       d ? h("p.muted.why-detail", `Decided: ${d.disposition} · tier ${d.tier} · ${d.signal.replace(/_/g, " ")} — ${d.reason}`) : null,

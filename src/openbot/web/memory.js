@@ -120,7 +120,7 @@ export class MemoryPanel {
       `importance ${Number(memory.importance).toFixed(2)}`,
       `used ${memory.access_count}×`,
       memory.source,
-      memory.score !== null && memory.score !== undefined ? `score ${Number(memory.score).toFixed(3)}` : null,
+      memory.score !== null && memory.score !== undefined ? `score ${formatScore(Number(memory.score))}` : null,
     ].filter(Boolean);
     return h(
       "li.memory-item",
@@ -129,8 +129,8 @@ export class MemoryPanel {
       h(
         "p.memory-meta.muted.small",
         meta.join(" · "),
-        " · last used ",
-        timeEl(memory.last_accessed_at),
+        // A memory never recalled has its creation time as last_accessed_at: say so instead.
+        memory.access_count ? [" · last used ", timeEl(memory.last_accessed_at)] : " · never used yet",
         archived ? h("span.state-pill", " archived") : null,
       ),
       h(
@@ -231,4 +231,9 @@ function contextView(context) {
     h("h4", `Messages (${(context.messages || []).length}${context.omitted ? `, ${context.omitted} left out` : ""}${context.scoped ? ", scoped" : ""})`),
     h("ol.context-messages", (context.messages || []).map((m) => h("li", h("b", `${m.role}: `), h("pre", m.content)))),
   ];
+}
+
+/** Lexical scores can be tiny (2e-6): three decimals would show them all as 0.000. */
+function formatScore(score) {
+  return score !== 0 && Math.abs(score) < 0.001 ? score.toExponential(1) : score.toFixed(3);
 }

@@ -117,6 +117,7 @@ class ThreadView {
         ),
       );
       this.title.textContent = "Thread";
+      if (error.status === 404) this.composer.el.hidden = true; // nowhere to post
     }
   }
 
