@@ -96,6 +96,13 @@ document.getElementById("theme-toggle").addEventListener("click", () => {
 });
 syncThemeButton();
 
+// The top bar's real height (on a phone its navigation wraps onto a second line): what the thread
+// view's height and the toasts' offset are computed from.
+const topbar = document.querySelector(".topbar");
+if (topbar && "ResizeObserver" in window) {
+  new ResizeObserver(() => document.documentElement.style.setProperty("--topbar-h", `${topbar.offsetHeight}px`)).observe(topbar);
+}
+
 // ---- connection indicator ------------------------------------------------------------------------
 
 const conn = document.getElementById("conn");
