@@ -114,7 +114,8 @@ class Client(FeatureCalls):
         timeout: float = 15.0,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        self.server = server.rstrip("/")
+        # The banner's "API:" address works too: the client adds /api/v1 itself.
+        self.server = server.rstrip("/").removesuffix(PROTOCOL_PREFIX).rstrip("/")
         self.token = token
         headers = {"Accept": "application/json"}
         if token:

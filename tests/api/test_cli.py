@@ -111,3 +111,11 @@ async def test_token_commands_issue_a_token_that_posts_as_its_actor_and_revoke_i
     assert revoked.stdout == "revoked every token of @alice\n"
     after = await invoke("post", thread, "after revoking", "--server", server, "--token", token)
     assert after.exit_code == 1 and "401 unauthorized" in after.stderr
+
+
+async def test_the_banners_api_address_works_as_server(server: str, team: Team) -> None:
+    """``openbot serve`` prints both addresses; either one works as ``--server``."""
+    await team.thread("Reachable")
+    listed = await invoke("threads", "--server", f"{server}/api/v1/")
+    assert listed.exit_code == 0, listed.output
+    assert "Reachable" in listed.stdout
