@@ -147,6 +147,8 @@ async def test_a_resumed_run_records_who_answered(client: httpx.AsyncClient, tea
 
 async def test_the_admin_answers_as_you_or_as_whom_it_names(client: httpx.AsyncClient, team: Team) -> None:
     _thread_id, run_id = await _waiting_question(team, client)
+    as_a_bot = await client.post(f"/api/v1/runs/{run_id}/resume", json={"answer": "yes", "from": "qa"})
+    _code(as_a_bot, 403, "forbidden")  # a person's (or an outside system's) decision, never a bot's
     resumed = await client.post(f"/api/v1/runs/{run_id}/resume", json={"answer": "yes", "from": "alice"})
     assert resumed.status_code == 202, resumed.text
     events = (await client.get(f"/api/v1/runs/{run_id}")).json()["events"]

@@ -131,6 +131,7 @@ async def test_an_external_actor_changes_its_webhook_under_the_same_rule(
     _code(a_person, 422, "invalid_argument")  # only external actors have a webhook
     _code(await client.patch("/api/v1/actors/engineer", json={"name": "E"}), 422, "invalid_argument")
     _code(await client.patch("/api/v1/actors/nobody", json={"name": "N"}), 404, "not_found")
+    _code(await client.patch("/api/v1/actors/you", json={"name": "   "}), 422, "invalid_argument")  # blank
     moved = await client.patch("/api/v1/actors/hook", json={"webhook_url": receiver.url}, headers=hook)
     assert moved.status_code == 200 and moved.json()["webhook_url"] == receiver.url
     thread_id = await team.thread(participants=["hook"])

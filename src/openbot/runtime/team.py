@@ -164,7 +164,7 @@ async def update_actor(
         if key.startswith("webhook_") and external is None:
             raise InvalidArgument(f"@{handle} is not an external actor: it has no webhook", {"field": key})
     if "name" in changes:
-        if not changes["name"]:
+        if not (changes["name"] or "").strip():  # blank is empty, as for bots (update_bot)
             raise InvalidArgument("name cannot be empty", {"field": "name"})
         actor.name = changes["name"]
     for key in ("webhook_url", "webhook_secret"):

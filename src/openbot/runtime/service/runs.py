@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import select
 
-from openbot.core.errors import InvalidArgument, NotFound
+from openbot.core.errors import Forbidden, InvalidArgument, NotFound
 from openbot.runtime.access import ADMIN, Principal
 from openbot.runtime.commands import ResumeBody
 from openbot.runtime.delivery.post import Delivery
@@ -72,6 +72,12 @@ class RunService:
                 answerer = await get_actor(s, speaker)
             except NotFound as exc:
                 raise InvalidArgument(f"unknown actor @{speaker}", {"field": "from"}) from exc
+            if answerer.kind == "bot":  # a human's decision, as a draft's (runtime.drafts)
+                raise Forbidden(
+                    f"@{speaker} is a bot: a question or an approval is answered by a person or an "
+                    "external system",
+                    {"field": "from", "actor": speaker},
+                )
             run, bot = await request_resume(
                 s,
                 run_id,
