@@ -245,6 +245,12 @@ class Chat:
             except (httpx.TransportError, ApiError) as error:
                 if self.stop.is_set():
                     return
+                if isinstance(error, ApiError) and error.status == 401:  # revoked: retrying cannot help
+                    self.screen.line(
+                        "[red]the server refuses this token now (revoked?): live updates stopped; "
+                        "start openbot chat again with a valid --token[/]"
+                    )
+                    return
                 if not lost:
                     lost = True
                     self.screen.line(f"[red]connection lost ({type(error).__name__}); reconnecting…[/]")

@@ -98,6 +98,7 @@ def serve(
     backend = "PostgreSQL" if settings.database_url and "postgres" in settings.database_url else "SQLite"
     where = settings.resolved_database_url() if backend == "SQLite" else "OPENBOT_DATABASE_URL"
     address = f"[{host}]" if ":" in host else host  # an IPv6 literal, bracketed as URLs need
+    port = sock.getsockname()[1]  # the one bound (--port 0 picks one)
     typer.echo(f"OpenBot on http://{address}:{port}/  (API: http://{address}:{port}/api/v1)")
     typer.echo(f"Database: {backend} ({where})" + ("  — single process" if backend == "SQLite" else ""))
     model = settings.default_model()

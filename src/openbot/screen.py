@@ -27,6 +27,15 @@ except ImportError:  # pragma: no cover - not on every platform
 PROMPT = "› "
 
 
+def _gnu_readline() -> bool:
+    """GNU readline calls the pre-input hook once the prompt is drawn; libedit (macOS, some
+    builds) never does, and the lock it releases would be held until Enter."""
+    if readline is None:
+        return False
+    backend = getattr(readline, "backend", "readline")  # Python 3.13+ says; before, the doc does
+    return backend == "readline" and "libedit" not in (readline.__doc__ or "")
+
+
 class Screen:
     """Serialises output from both threads and keeps the prompt line intact."""
 
@@ -105,7 +114,7 @@ class Screen:
         prompt is on screen (else a reply's line and the prompt interleave, down to the bytes of a
         character). Without readline, or off a terminal, ``input`` does not use it: no hook."""
         self._listen_for_redraws()
-        hooked = readline is not None and sys.stdin.isatty() and sys.stdout.isatty()
+        hooked = _gnu_readline() and sys.stdin.isatty() and sys.stdout.isatty()
         self.lock.acquire()
         self.at_prompt = True
         self._holding = True

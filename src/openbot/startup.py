@@ -106,15 +106,20 @@ def lock_database(settings: Settings) -> None:
 
 
 def listen(host: str, port: int) -> socket.socket:
-    """Bind the server's address now (uvicorn listens on this socket), or say why it cannot."""
+    """Bind and listen on the server's address now (uvicorn serves this socket), or say why it
+    cannot. The socket is made as uvicorn makes its own: IPv6 when the host has a colon."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
-        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-    except socket.gaierror:
-        raise StartupError(f"cannot listen on {host}:{port}: {host} does not resolve") from None
-    sock = socket.socket(family, socket.SOCK_STREAM)
+        sock = socket.socket(family, socket.SOCK_STREAM)
+    except OSError as exc:
+        raise StartupError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
+        sock.listen(2048)  # listening now: a second server started at once cannot bind it too
+    except socket.gaierror:
+        sock.close()
+        raise StartupError(f"cannot listen on {host}:{port}: {host} does not resolve") from None
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:

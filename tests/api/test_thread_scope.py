@@ -204,3 +204,27 @@ async def test_revoking_an_actors_tokens_ends_its_open_event_streams(
         lambda got: any("after the revocation" in e.get("data", "") for e in got),
     )
     assert any(e.get("event") == "message.created" for e in admin)
+
+
+@pytest.mark.parametrize("follows_a_thread", [False, True], ids=["all", "one_thread"])
+async def test_a_token_issued_after_a_revocation_replays_past_it(
+    server: str, client: httpx.AsyncClient, team: Team, follows_a_thread: bool
+) -> None:
+    """A revocation ends the streams of the tokens it revoked, not of one issued after it (whose
+    stream replays the journal across the revocation's row)."""
+    await _actor_with_token(client, "alice")
+    mine, _ = await _two_threads(team)
+    assert (await client.delete("/api/v1/actors/alice/tokens")).status_code == 204
+    fresh = _bearer((await client.post("/api/v1/actors/alice/tokens")).json()["token"])
+    await team.post(mine, "after the new token")
+    params = {"since": "0", **({"thread_id": mine} if follows_a_thread else {})}
+    got = await collect(
+        f"{server}/api/v1/events",
+        params,
+        fresh,
+        lambda got: (
+            any("after the new token" in e.get("data", "") for e in got)
+            or got[-1].get("event") == "unauthorized"
+        ),
+    )
+    assert got[-1].get("event") != "unauthorized", [e.get("event") for e in got]

@@ -42,6 +42,15 @@ async def authenticate(request: Request) -> Principal:
     return principal
 
 
+async def still_valid(request: Request) -> bool:
+    """Whether the request's token still resolves to the principal it was authenticated as (an
+    event stream asks once it is subscribed: a revocation committed since then ends it live)."""
+    try:
+        return await _resolve(request) == request.state.principal
+    except Unauthorized:
+        return False
+
+
 async def _scope(request: Request, handle: str) -> None:
     """An actor token reaches only the threads it takes part in: a thread or run named in the path
     or the query outside them is 404 (``runtime.scope``); lists filter themselves."""

@@ -78,11 +78,15 @@ class Stream:
         cursor: int,
         scope: StreamScope | None = None,
         actor: str | None = None,
+        opened_at: int = 0,
     ) -> None:
         self._fanout = fanout
         self.thread_id = thread_id
         self.scope = scope  # an actor token's threads (None: every row of ``thread_id``, or all)
         self.actor = actor  # the actor whose token opened the stream (None: the admin)
+        # The journal head when the stream was opened, read after its token was checked: only a
+        # revocation after it ends the stream (an earlier one revoked older tokens, not this one's).
+        self.opened_at = opened_at
         self.after = max(after, cursor)  # rows up to here come from the replay, or were seen
         self.replay: tuple[int, int] | None = (after, cursor) if after < cursor else None
         self.buffer = fanout.buffer
@@ -149,15 +153,16 @@ class Fanout:
         scope: StreamScope | None = None,
         actor: str | None = None,
     ) -> Stream:
-        """A stream of rows after ``after``; ``head`` is the journal head the caller read just now;
-        with ``scope``, only the rows of the actor's threads; with ``actor``, it ends when the
-        actor's tokens are revoked."""
+        """An event stream of rows after ``after`` (``head``: the journal head the caller read just
+        now), fed by the one shared journal reader: replay ``Stream.replay`` first, then ``next()``.
+        With ``scope`` (an actor token), only the rows of the actor's threads; with ``actor``, it
+        ends when the actor's tokens are revoked."""
         if self._task is None or self._task.done():
             self._cursor = head
             self._pending.clear()
             self._pending.append(_READ_ALL)  # rows committed since the caller read ``head``
             self._task = asyncio.create_task(self._run(), name="openbot-event-fanout")
-        stream = Stream(self, thread_id, after, self._cursor, scope, actor)
+        stream = Stream(self, thread_id, after, self._cursor, scope, actor, opened_at=head)
         self._streams.setdefault(thread_id, set()).add(stream)
         return stream
 
@@ -252,7 +257,7 @@ class Fanout:
             stream
             for streams in self._streams.values()
             for stream in streams
-            if row.id > stream.after and ends_stream_of(row, stream.actor)
+            if row.id > stream.opened_at and ends_stream_of(row, stream.actor)
         ]
         for stream in ending:
             stream.end(revoked_item(str(stream.actor)))

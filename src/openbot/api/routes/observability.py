@@ -16,7 +16,7 @@ from openbot.api.schemas import ActivityList, Health, Info, Status
 from openbot.core.errors import InvalidArgument
 from openbot.core.json_limits import INT64_MAX
 from openbot.runtime.access import ADMIN, Principal
-from openbot.runtime.fanout import ends_stream_of, journal_item, revoked_item
+from openbot.runtime.fanout import journal_item, revoked_item
 from openbot.runtime.scope import Scope
 from openbot.runtime.service.observe import ActivityFilter
 
@@ -101,8 +101,15 @@ async def events(
         # One shared reader fans the journal out to every stream; this one replays what was committed
         # before that reader's position, then takes rows and live events from a bounded buffer.
         # (Subscribed here, not in the handler: a response that never streams leaves nothing behind.)
-        sub = rt.observer.subscribe(thread_id, head if reset else start, head, scope, actor)
+        sub = rt.observer.fanout.attach(thread_id, head if reset else start, head, scope, actor)
         try:
+            # Revocations from here on end the stream live (the fan-out); one committed between the
+            # request's check and now is caught by checking the token again, once.
+            from openbot.api.principal import still_valid  # principal imports this module's routes
+
+            if actor and not await still_valid(request):
+                yield revoked_item(actor)
+                return
             yield {"comment": "connected"}
             if reset:
                 yield {
@@ -112,9 +119,6 @@ async def events(
                 }
             if sub.replay is not None:
                 async for row in rt.observer.replay(thread_id, *sub.replay):
-                    if ends_stream_of(row, actor):  # revoked while this stream caught up
-                        yield revoked_item(str(actor))
-                        return
                     if scope is None or scope.allows(row.type, row.thread_id, row.data):
                         yield journal_item(row)
             while (chunk := await sub.next()) is not None:  # ends after an ``overflow`` event

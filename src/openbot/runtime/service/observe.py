@@ -11,10 +11,10 @@ from sqlalchemy import false, func, literal, select, true, union_all
 from openbot.core.scheduling import ItemKind
 from openbot.core.states import IN_FLIGHT_RUNS, OPEN_ITEMS, ItemStatus, RunStatus
 from openbot.runtime.bus import Bus
-from openbot.runtime.fanout import PAGE, Fanout, Stream
+from openbot.runtime.fanout import PAGE, Fanout
 from openbot.runtime.memory.service import MemoryIndexStatus, index_status
 from openbot.runtime.scheduler.system import ActorSystem
-from openbot.runtime.scope import StreamScope, member_threads
+from openbot.runtime.scope import member_threads
 from openbot.runtime.views import ActivityView, activity_view
 from openbot.store import fast
 from openbot.store.db import Database
@@ -148,20 +148,6 @@ class Observer:
         """(head, floor): the newest journal id, and the id at or below which rows were pruned."""
         async with self.db.read() as s:
             return await journal_head(s), await journal_floor(s)
-
-    def subscribe(
-        self,
-        thread_id: str | None,
-        after: int,
-        head: int,
-        scope: StreamScope | None = None,
-        actor: str | None = None,
-    ) -> Stream:
-        """An event stream of rows after ``after`` (``head``: the journal head read just before),
-        fed by the one shared journal reader; replay ``Stream.replay`` first, then ``next()``. With
-        ``scope`` (an actor token), only the rows of the actor's threads; with ``actor``, it ends
-        when the actor's tokens are revoked."""
-        return self.fanout.attach(thread_id, after, head, scope, actor)
 
     async def replay(
         self, thread_id: str | None, after: int, upto: int | None = None
