@@ -36,6 +36,7 @@ class Receiver:
     requests: list[Received] = field(default_factory=list)
     url: str = ""
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    hold: asyncio.Event | None = None  # when set, each answer waits for it (an attempt in flight)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -49,6 +50,8 @@ class Receiver:
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         self.requests.append(Received(headers, b"".join(chunks)))
         self.arrived.set()
+        if self.hold is not None:
+            await self.hold.wait()
         status = self.statuses.pop(0) if self.statuses else self.default
         await send(
             {"type": "http.response.start", "status": status, "headers": [(b"content-type", b"text/plain")]}

@@ -149,3 +149,40 @@ async def test_mail_a_post_racing_a_bots_deletion_queued_is_disposed_of(
     assert status["mailboxes"]["queued"] == 0
     disposals = (await client.get("/api/v1/disposals", params={"reason": "bot_disabled"})).json()["items"]
     assert [d["thread_id"] for d in disposals] == [thread]
+
+
+async def test_racing_changes_and_deletions_of_automations_and_threads(
+    client: httpx.AsyncClient, team: Team
+) -> None:
+    made = await client.post(
+        "/api/v1/automations", json={"bot": "qa", "content": "@qa hi", "cron": "0 9 * * *"}
+    )
+    assert made.status_code == 201, made.text
+    url = f"/api/v1/automations/{made.json()['id']}"
+    racing = [client.patch(url, json={"enabled": False}) for _ in range(3)] + [
+        client.delete(url) for _ in range(5)
+    ]
+    got = await _all(racing)
+    assert got[204] == 1 and set(got) <= {200, 204, 404}, got
+    thread = await team.thread()
+    racing = [client.patch(f"/api/v1/threads/{thread}", json={"title": f"t{i}"}) for i in range(3)]
+    racing += [client.delete(f"/api/v1/threads/{thread}") for _ in range(3)]
+    got = await _all(racing)
+    assert got[204] == 1 and set(got) <= {200, 204, 404}, got
+
+
+async def test_racing_decay_passes_prune_each_memory_once(client: httpx.AsyncClient) -> None:
+    old = {"created_at": "2020-01-01T00:00:00+00:00", "last_accessed_at": "2020-01-01T00:00:00+00:00"}
+    made = [
+        await client.post(
+            "/api/v1/bots/qa/memories", json={"content": f"stale fact {i}", "tier": "short", **old}
+        )
+        for i in range(4)
+    ]
+    assert all(m.status_code == 201 for m in made)
+    answers = await asyncio.gather(*(client.post("/api/v1/bots/qa/memories/maintain") for _ in range(4)))
+    assert all(a.status_code == 200 for a in answers), [a.text for a in answers]
+    pruned = [m for a in answers for m in a.json()["pruned"]]
+    assert sorted(pruned) == sorted(m.json()["id"] for m in made)  # each once, by one pass
+    rows = (await client.get("/api/v1/activity", params={"event": "memory.pruned"})).json()["items"]
+    assert len(rows) == 4

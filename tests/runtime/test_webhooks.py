@@ -127,6 +127,26 @@ async def test_a_receiver_that_always_fails_ends_failed_and_retry_redelivers(
     assert len(receiver.requests) == 5
 
 
+async def test_a_retry_asked_for_while_an_attempt_is_in_flight_is_one_more_attempt(
+    rt: Runtime, team: Team, receiver: Receiver, clock: FakeClock
+) -> None:
+    """The failing attempt's outcome must not schedule the retry away (to the backoff, or to failed)."""
+    receiver.statuses, receiver.default = [500], 204  # the attempt in flight fails, the next one lands
+    receiver.hold = asyncio.Event()
+    await _external(rt, receiver.url)
+    await _post_to_hook(team)
+    delivering = asyncio.create_task(rt.webhooks.deliver_due())
+    await receiver.arrived.wait()  # the attempt is in flight
+    (row,) = await _deliveries(rt)
+    assert (await rt.webhooks.retry(row.id))["status"] == "pending"
+    receiver.hold.set()
+    await delivering
+    await rt.webhooks.deliver_due()  # the clock has not moved: only a retry due now is attempted
+    (row,) = await _deliveries(rt)
+    assert (row.status, row.attempts) == ("delivered", 2)
+    assert len(receiver.requests) == 2
+
+
 async def test_a_restart_in_the_middle_of_the_schedule_loses_nothing(
     boot: Boot, receiver: Receiver, clock: FakeClock
 ) -> None:

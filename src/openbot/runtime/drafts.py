@@ -176,6 +176,20 @@ async def _decide(session: AsyncSession, draft_id: str, decider: Actor, status: 
     """Move a pending draft to ``status`` once; 404 when there is none, 409 when decided already."""
     if decider.kind != "human":
         raise Forbidden("only a person sends or rejects a draft", {"actor": decider.handle})
+    # Its threads first (PostgreSQL), in id order, as a thread's deletion takes the thread before
+    # the drafts it cascades to: a decision racing the deletion waits for it (then 404) instead of
+    # deadlocking with it.
+    found = (
+        await session.execute(select(Draft.thread_id, Draft.target_thread_id).where(Draft.id == draft_id))
+    ).first()
+    if found is not None:
+        threads = sorted({t for t in found if t})
+        await session.execute(
+            select(Thread.id)
+            .where(Thread.id.in_(threads))
+            .order_by(Thread.id)
+            .with_for_update(key_share=True)
+        )
     result = await session.execute(
         update(Draft)
         .where(Draft.id == draft_id, Draft.status == "pending")

@@ -21,8 +21,8 @@ from openbot.store.journal import append_event, log_activity
 from openbot.store.models import Actor, InboxItem, Message, Run, Thread, ThreadParticipant
 
 
-async def get_thread(session: AsyncSession, thread_id: str) -> Thread:
-    thread = await session.get(Thread, thread_id)
+async def get_thread(session: AsyncSession, thread_id: str, *, for_update: bool = False) -> Thread:
+    thread = await session.get(Thread, thread_id, with_for_update=for_update or None)
     if thread is None:
         raise NotFound(f"thread {thread_id} not found", {"thread_id": thread_id})
     return thread
@@ -137,7 +137,7 @@ async def update_thread(session: AsyncSession, thread_id: str, changes: dict[str
     """PATCH: ``title``, ``default_bot`` (null clears it; the bot joins the thread),
     ``require_mention`` and ``working_directory`` (checked and normalised by the caller; null or ""
     clears it)."""
-    thread = await get_thread(session, thread_id)
+    thread = await get_thread(session, thread_id, for_update=True)  # a racing delete: 404, not a 500
     if "title" in changes:
         if changes["title"] is None:
             raise InvalidArgument("title cannot be null", {"field": "title"})

@@ -125,7 +125,7 @@ async def update(
     session: AsyncSession, automation_id: str, command: AutomationUpdate, *, owner: str | None = None
 ) -> Automation:
     """``owner``: an actor token's actor, who may change only its own automations."""
-    row = await get(session, automation_id, owner=owner)
+    row = await get(session, automation_id, owner=owner, for_update=True)
     given = command.model_fields_set
     for field in ("content", "cron", "at", "timezone", "enabled", "catch_up"):  # thread_id: null clears
         if field in given and getattr(command, field) is None:
@@ -159,15 +159,19 @@ async def update(
 
 
 async def delete(session: AsyncSession, automation_id: str, *, owner: str | None = None) -> None:
-    row = await get(session, automation_id, owner=owner)
+    row = await get(session, automation_id, owner=owner, for_update=True)
     await session.delete(row)
     append_event(session, "automation.updated", {"id": automation_id, "deleted": True}, None)
     log_activity(session, "automation.deleted", f"automation {automation_id} deleted")
 
 
-async def get(session: AsyncSession, automation_id: str, *, owner: str | None = None) -> Automation:
-    """The automation; with ``owner`` (an actor token's actor) only one it owns, else 404."""
-    row = await session.get(Automation, automation_id)
+async def get(
+    session: AsyncSession, automation_id: str, *, owner: str | None = None, for_update: bool = False
+) -> Automation:
+    """The automation; with ``owner`` (an actor token's actor) only one it owns, else 404.
+    ``for_update``: locked (PostgreSQL), so a change and a deletion racing it take turns and the
+    second finds it gone."""
+    row = await session.get(Automation, automation_id, with_for_update=for_update or None)
     if row is not None and owner is not None:
         owner_id = await session.scalar(select(Actor.id).where(Actor.handle == owner))
         row = row if row.owner_id == owner_id else None

@@ -88,7 +88,7 @@ def any_mail(actor_id: ColumnElement[str]) -> Exists:
 async def ack_item(session: AsyncSession, item_id: str, *, owner: str | None = None) -> ItemView:
     """A human marks one item read. Bots' items are theirs to settle: acking one changes nothing.
     With ``owner`` (an actor token's handle) only that actor's own items may be acked."""
-    item = await session.get(InboxItem, item_id)
+    item = await session.get(InboxItem, item_id, with_for_update=True)  # a racing thread delete: 404
     if item is None:
         raise NotFound(f"inbox item {item_id} not found")
     actor = await session.get(Actor, item.actor_id)

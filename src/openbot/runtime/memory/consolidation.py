@@ -94,6 +94,19 @@ async def carry_out(
     """Apply the decisions in one transaction and log them; return them as the API shows them."""
     views: list[DecisionView] = []
     origin = store.Origin(source="consolidation")
+    # Every memory a decision changes, locked at once in id order (PostgreSQL) and read fresh: a
+    # consolidation, decay or edit racing this one has either finished (and is seen) or waits.
+    touched = sorted({m for d in decisions if d.action != "keep" for m in d.memory_ids})
+    locked = {
+        m.id: m
+        for m in await session.scalars(
+            select(Memory)
+            .where(Memory.id.in_(touched))
+            .order_by(Memory.id)
+            .with_for_update()
+            .execution_options(populate_existing=True)
+        )
+    }
     for decision in decisions:
         view: DecisionView = {
             "action": decision.action,
@@ -101,7 +114,7 @@ async def carry_out(
             "reason": decision.reason,
         }
         if decision.action != "keep":
-            found = list(await session.scalars(select(Memory).where(Memory.id.in_(decision.memory_ids))))
+            found = [locked[m] for m in decision.memory_ids if m in locked]
             if len(found) != len(decision.memory_ids) or any(m.lifecycle != "active" for m in found):
                 view = {**view, "action": "keep", "reason": "the memories changed meanwhile; nothing done"}
             else:

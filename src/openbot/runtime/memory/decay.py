@@ -35,14 +35,27 @@ async def maintain(session: AsyncSession, bot: store.BotRef) -> MaintainView:
     touched = [*plan.archive, *plan.prune]
     if not touched:
         return {"archived": [], "pruned": []}
-    loaded = {m.id: m for m in await session.scalars(select(Memory).where(Memory.id.in_(touched)))}
+    # Locked in id order and read again (PostgreSQL): a memory that a racing pass, edit or deletion
+    # archived or removed meanwhile is no longer active and is left alone (reported by that one).
+    loaded = {
+        m.id: m
+        for m in await session.scalars(
+            select(Memory)
+            .where(Memory.id.in_(touched), Memory.lifecycle == "active")
+            .order_by(Memory.id)
+            .with_for_update()
+            .execution_options(populate_existing=True)
+        )
+    }
+    archived = [m for m in plan.archive if m in loaded]
+    pruned = [m for m in plan.prune if m in loaded]
     origin = store.Origin(source="decay")
-    for memory_id in plan.archive:
+    for memory_id in archived:
         reason = f"decayed: score {plan.scores[memory_id]:.3f} < {ARCHIVE_BELOW}"
         await store.archive(session, bot, loaded[memory_id], origin=origin, reason=reason)
-    for memory_id in plan.prune:
+    for memory_id in pruned:
         reason = f"decayed: score {plan.scores[memory_id]:.3f} < {PRUNE_BELOW}"
         await store.delete(
             session, bot, loaded[memory_id], origin=origin, reason=reason, event="memory.pruned"
         )
-    return {"archived": list(plan.archive), "pruned": list(plan.prune)}
+    return {"archived": archived, "pruned": pruned}

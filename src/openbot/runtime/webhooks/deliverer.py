@@ -42,6 +42,7 @@ BATCH = 20  # attempts sent at once
 class Attempt:
     delivery_id: str
     number: int  # the attempt's count once claimed: its outcome is written only at this count
+    claimed_until: datetime | None = None  # the claim window's end, its next_attempt_at
 
 
 class Webhooks:
@@ -80,7 +81,7 @@ class Webhooks:
             for row in rows:
                 row.attempts += 1
                 row.next_attempt_at = stamp + CLAIM
-            return [Attempt(row.id, row.attempts) for row in rows]
+            return [Attempt(row.id, row.attempts, stamp + CLAIM) for row in rows]
 
     async def _attempt(self, attempt: Attempt) -> None:
         try:
@@ -120,10 +121,22 @@ class Webhooks:
             stamp = now(s)
             row.updated_at = stamp
             row.last_error = error
+            # A retry asked for while this attempt was in flight moved its due time back to "now":
+            # that is one more attempt, which this attempt's failure must not schedule away.
+            retried = (
+                attempt.claimed_until is not None
+                and row.next_attempt_at is not None
+                and row.next_attempt_at < attempt.claimed_until
+            )
             if error is None:
                 row.status, row.next_attempt_at = outbox.DELIVERED, None
                 event = "webhook.delivered"
                 summary = f"delivered to @{handle} (attempt {row.attempts})"
+            elif retried:
+                summary, event = (
+                    f"delivery to @{handle} failed, retrying now as asked: {error}",
+                    "webhook.attempt_failed",
+                )
             elif (wait := self._retry_wait(row.attempts)) is not None:
                 row.next_attempt_at = stamp + timedelta(seconds=wait)
                 summary, event = (
