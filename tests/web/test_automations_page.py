@@ -59,6 +59,9 @@ def test_automations_page_creates_toggles_runs_edits_and_deletes(
     history = page.get_by_role("list", name="History")
     expect(history.locator("li.occurrence")).to_have_count(1)
     expect(history.locator("li.occurrence").first).to_contain_text("fired")
+    expect(history.locator("li.occurrence").first).not_to_contain_text(
+        "scheduled for"
+    )  # run now: off schedule
     expect(history.get_by_role("link", name="Standups")).to_have_attribute("href", f"#/t/{thread}")
     posted = [m for m in api.messages(thread) if m["metadata"].get("automation_id") == made["id"]]
     assert [m["content"] for m in posted] == ["@qa post the standup notes"]

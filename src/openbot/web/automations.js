@@ -181,7 +181,8 @@ function historyPanel(a, occurrences, { load, serial }) {
         { dataset: { status: o.status } },
         h("span.state-pill", { class: `occurrence-${o.status}` }, STATUS_LABEL[o.status] || o.status),
         " ",
-        h("span", "scheduled for ", timeEl(o.scheduled_for, absTime)),
+        // When it fired ("Run now" fires off the schedule), else when it was due.
+        o.fired_at ? h("span", "fired ", timeEl(o.fired_at, absTime)) : h("span", "due ", timeEl(o.scheduled_for, absTime)),
         thread ? [" · ", thread] : null,
         o.error ? h("span.muted", ` · ${o.error.message}`) : null,
       ),
