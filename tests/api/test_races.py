@@ -186,3 +186,31 @@ async def test_racing_decay_passes_prune_each_memory_once(client: httpx.AsyncCli
     assert sorted(pruned) == sorted(m.json()["id"] for m in made)  # each once, by one pass
     rows = (await client.get("/api/v1/activity", params={"event": "memory.pruned"})).json()["items"]
     assert len(rows) == 4
+
+
+async def test_a_thread_deletion_chosen_as_a_deadlocks_victim_is_run_again(
+    client: httpx.AsyncClient, team: Team, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL aborts one side of a deadlock (SQLSTATE 40P01); a deletion that lost is retried,
+    not answered with a 500. The victim is simulated: real deadlocks need a run finishing into the
+    thread at the wrong microsecond."""
+    from sqlalchemy.exc import OperationalError
+
+    from openbot.runtime import threads
+
+    class Deadlock(Exception):
+        sqlstate = "40P01"
+
+    real, calls = threads.delete_thread, []
+
+    async def first_is_a_victim(session: Any, thread_id: str) -> None:
+        calls.append(thread_id)
+        if len(calls) == 1:
+            raise OperationalError("DELETE FROM threads …", {}, Deadlock())
+        await real(session, thread_id)
+
+    monkeypatch.setattr(threads, "delete_thread", first_is_a_victim)
+    thread = await team.thread()
+    assert (await client.delete(f"/api/v1/threads/{thread}")).status_code == 204
+    assert calls == [thread, thread]
+    assert (await client.get(f"/api/v1/threads/{thread}")).status_code == 404

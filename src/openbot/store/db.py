@@ -193,6 +193,12 @@ class Database:
             await self.read_engine.dispose()
 
 
+def is_deadlock(error: BaseException) -> bool:
+    """Whether a failed statement was PostgreSQL's deadlock victim (SQLSTATE 40P01): the
+    transaction may simply be run again."""
+    return getattr(getattr(error, "orig", None), "sqlstate", None) == "40P01"
+
+
 def database_of(session: AsyncSession | Session) -> Database:
     sync = session.sync_session if isinstance(session, AsyncSession) else session
     database: Database = sync.info["database"]

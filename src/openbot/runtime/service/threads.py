@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from openbot.core.errors import InvalidArgument
 from openbot.core.states import ACTIVE_RUNS
@@ -17,8 +17,10 @@ from openbot.runtime.scheduler.system import ActorSystem
 from openbot.runtime.team import get_actor
 from openbot.runtime.tools.workspace import normalise_directory
 from openbot.runtime.views import ItemView, MessageView, PostView, ThreadView
-from openbot.store.db import Database
+from openbot.store.db import Database, is_deadlock
 from openbot.store.models import Run
+
+_DEADLOCK_RETRIES = 3
 
 
 @dataclass(frozen=True)
@@ -67,12 +69,24 @@ class ThreadService:
             return await threads.view(s, thread, actor=await threads.find_actor(s, actor))
 
     async def delete(self, thread_id: str) -> None:
-        """Delete a thread with everything in it; its open runs stop here too."""
-        async with self.db.transaction() as s:
-            open_runs = list(
-                await s.scalars(select(Run.id).where(Run.thread_id == thread_id, Run.status.in_(ACTIVE_RUNS)))
-            )
-            await threads.delete_thread(s, thread_id)
+        """Delete a thread with everything in it; its open runs stop here too.
+
+        Its locks are taken in the order finishes take theirs (``threads.delete_thread``), but a
+        run claimed and finishing into the thread while the deletion runs can still make
+        PostgreSQL pick the deletion as a deadlock's victim: it is run again (a few times)."""
+        for attempt in range(_DEADLOCK_RETRIES + 1):
+            try:
+                async with self.db.transaction() as s:
+                    open_runs = list(
+                        await s.scalars(
+                            select(Run.id).where(Run.thread_id == thread_id, Run.status.in_(ACTIVE_RUNS))
+                        )
+                    )
+                    await threads.delete_thread(s, thread_id)
+                break
+            except DBAPIError as error:
+                if not is_deadlock(error) or attempt == _DEADLOCK_RETRIES:
+                    raise
         for run_id in open_runs:
             await self.system.cancel(run_id)
 
