@@ -234,8 +234,12 @@ def test_cancel_a_slow_run(page: Page, server: LiveServer, api: Client) -> None:
     composer.press("Enter")
     running = page.locator(".run[data-status='running']")
     expect(running).to_have_count(1)
+    elapsed = running.locator(".run-elapsed")
+    first = elapsed.inner_text()
+    expect(elapsed).not_to_have_text(first)  # the time so far moves while it works
     running.get_by_role("button", name="Cancel run by @qa").click()
     expect(page.locator(".run[data-status='cancelled']")).to_have_count(1)
+    expect(page.locator(".run-elapsed")).to_have_count(0)  # a finished run's time stands still
     assert wait_run(api, thread, "cancelled")
     expect(page.locator("article.msg[data-sender='qa']")).to_have_count(0)
     api.script_bot("qa", [])

@@ -38,6 +38,11 @@ function errorText(error) {
   return [error.code, error.message].filter(Boolean).join(": ") || json(error);
 }
 
+// One ticker for every running run on the page: their elapsed time moves each second.
+setInterval(() => {
+  for (const el of document.querySelectorAll(".run-elapsed")) el.textContent = duration(el.dataset.since);
+}, 1000);
+
 export class RunCard {
   /** options.onJump(messageId) scrolls the thread to a trigger message. */
   constructor(run, options = {}) {
@@ -157,14 +162,18 @@ export class RunCard {
     if (calls) meta.push(`${calls} tool call${calls === 1 ? "" : "s"}`);
     const subs = this.subagents();
     if (subs) meta.push(`${subs} sub-agent${subs === 1 ? "" : "s"}`);
-    if (run.started_at) meta.push(duration(run.started_at, run.finished_at));
+    if (run.started_at) {
+      // A run still working shows its time so far, kept current by the ticker below.
+      const live = run.status === "running" && !run.finished_at;
+      meta.push(live ? h("span.run-elapsed", { dataset: { since: run.started_at } }, duration(run.started_at)) : duration(run.started_at, run.finished_at));
+    }
     const usage = usageText(run.usage);
     if (usage && !OPEN_STATUSES.has(run.status)) meta.push(usage);
     fill(this.head, 
       h("span.run-dot", { "aria-hidden": "true" }),
       h("span.run-bot", `@${run.bot}`),
       h("span.run-status", statusLabel(run.status)),
-      meta.length ? h("span.run-meta", meta.join(" · ")) : null,
+      meta.length ? h("span.run-meta", meta.flatMap((m, i) => (i ? [" · ", m] : [m]))) : null,
       run.status === "failed" && run.error ? h("span.run-error", errorText(run.error)) : null,
       h("span.spacer"),
       OPEN_STATUSES.has(run.status)
