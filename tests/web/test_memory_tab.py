@@ -33,6 +33,7 @@ def test_memory_tab_lists_searches_filters_adds_edits_archives_and_deletes(
     expect(tab).to_have_attribute("aria-selected", "true")
     items = page.locator(".memory-item")
     expect(items).to_have_count(2)
+    expect(page.get_by_role("heading", name="What @qa remembers")).to_be_visible()  # whose memory
     expect(page.locator(".memory-index")).to_contain_text("lexical")
     expect(items.first).to_contain_text("used 0× ")
     expect(items.first).to_contain_text("never used yet")  # not its creation time as a last use

@@ -71,6 +71,8 @@ export class MemoryPanel {
     const add = h("button.primary", { type: "button", onclick: () => this.openForm(null) }, "Add memory");
     this.el = h(
       "section.memory-panel",
+      { "aria-label": `@${handle}'s memory` },
+      h("h2.memory-title", `What @${handle} remembers`),
       h("div.row.memory-filters", this.q, this.segment, this.tier, this.lifecycle, h("span.spacer"), add),
       this.index,
       upkeepControls(handle, () => this.load()),
