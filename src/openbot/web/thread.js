@@ -362,7 +362,9 @@ class ThreadView {
 /** Who a task thread's post without a mention wakes, as the server routes it: the default bot,
  * else the thread's only bot, else @chief_of_staff; a disabled bot is passed over. */
 function defaultHint(t) {
-  const enabled = (handle) => store.bots.get(handle)?.enabled !== false && store.bots.has(handle);
+  // Until the bots have loaded, every bot counts as enabled (never a flash of "no bot").
+  const loaded = store.bots.size > 0;
+  const enabled = (handle) => !loaded || (store.bots.has(handle) && store.bots.get(handle).enabled !== false);
   const disabled = t.default_bot && store.bots.has(t.default_bot) && !enabled(t.default_bot) ? t.default_bot : null;
   const bots = (t.participants || []).filter((p) => p.kind === "bot" && enabled(p.handle)).map((p) => p.handle);
   let target = null;
