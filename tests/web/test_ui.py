@@ -166,15 +166,21 @@ def planning_bot(api: Client, todo: str, **rule: str) -> None:
     api.script_bot("engineer", [{**plan, **rule}], approval_tools=["todo_write"])
 
 
-def test_approve_edit_and_reject_approval_cards(page: Page, server: LiveServer, api: Client) -> None:
-    planning_bot(api, "write tests")
-    thread = thread_with(api, "Approvals")
+def open_thread_and_post(
+    page: Page, server: LiveServer, api: Client, title: str, text: str
+) -> tuple[str, Any]:
+    """A new thread with @engineer, opened in the page, and ``text`` posted from its composer."""
+    thread = thread_with(api, title)
     open_app(page, server, f"/t/{thread}")
     composer = page.get_by_role("combobox", name="Message")
-
-    # approve
-    composer.fill("plan one")
+    composer.fill(text)
     composer.press("Enter")
+    return thread, composer
+
+
+def test_approve_edit_and_reject_approval_cards(page: Page, server: LiveServer, api: Client) -> None:
+    planning_bot(api, "write tests")
+    thread, composer = open_thread_and_post(page, server, api, "Approvals", "plan one")  # approve
     card = page.get_by_role("form", name="Approval requested by @engineer")
     expect(card).to_contain_text("todo_write")
     expect(card.locator("textarea")).to_have_value(re.compile("write tests"))
@@ -405,11 +411,7 @@ def test_a_paused_run_keeps_what_it_said_without_a_caret_and_a_misfit_edit_reads
 ) -> None:
     console.allow("status of 422")  # the browser's own log of the refused decision
     planning_bot(api, "a", say="Working on it.")
-    thread = thread_with(api, "Paused caret")
-    open_app(page, server, f"/t/{thread}")
-    composer = page.get_by_role("combobox", name="Message")
-    composer.fill("plan it")
-    composer.press("Enter")
+    thread, _ = open_thread_and_post(page, server, api, "Paused caret", "plan it")
     card = page.get_by_role("form", name="Approval requested by @engineer")
     expect(card).to_be_visible()
     run = page.locator("section.run[data-status='waiting_human']")
