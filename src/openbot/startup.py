@@ -58,12 +58,14 @@ def check_settings(settings: Settings, *, workers: int = 0) -> None:
       (``openbot worker`` needs PostgreSQL, where processes share the database);
     - an ``OPENBOT_EMBEDDINGS`` that names no embedder OpenBot can build.
     """
+    if workers:
+        from openbot import fleet  # the rule `openbot worker` applies too
+
+        try:
+            fleet.require_shared_database(settings)
+        except fleet.FleetError as error:
+            raise StartupError(str(error)) from None
     if sqlite_path(settings) is not None:
-        if workers:
-            raise StartupError(
-                "workers need PostgreSQL (set OPENBOT_DATABASE_URL); SQLite is single-process: "
-                "use `openbot serve` alone"
-            )
         if not settings.run_workers:
             raise StartupError(
                 "OPENBOT_RUN_WORKERS=0 on SQLite: no process would run the bots (`openbot worker` "
