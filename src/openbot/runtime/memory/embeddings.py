@@ -8,6 +8,12 @@ Vectors live beside the memories (``memory_vectors``), written in the transactio
 memory's content, so a memory never exists without its vector while embeddings are on; memories
 written before they were turned on get theirs at start (:func:`backfill`). A bad spec stops the
 server at start: relevance never silently falls back to the lexical index.
+
+The provider is asked before that transaction begins (:func:`ahead`, then :func:`use` inside it):
+a write transaction holds SQLite's one writer, or a memory's row lock on PostgreSQL, and a
+provider's round trip inside it would hold every other write of the server, or that memory's
+edits, for as long as the provider takes. Only content nobody knew before the transaction (a
+merge that keeps an older memory's text) is embedded inside it.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 from sqlalchemy import bindparam, select
@@ -86,6 +92,48 @@ def _unit(vector: Sequence[float]) -> list[float]:
     return [x / norm for x in vector] if norm else list(vector)
 
 
+_AHEAD = "openbot_vectors"  # session.info: Vectors embedded before the transaction began
+
+
+class Vectors:
+    """Unit vectors embedded ahead of a transaction: memory contents (as stored: stripped) and
+    search queries."""
+
+    __slots__ = ("documents", "queries")
+
+    def __init__(
+        self, documents: dict[str, list[float]] | None = None, queries: dict[str, list[float]] | None = None
+    ) -> None:
+        self.documents = documents or {}
+        self.queries = queries or {}
+
+
+async def ahead(db: Any, contents: Iterable[str | None] = (), queries: Iterable[str] = ()) -> Vectors:
+    """The vectors a transaction on ``db`` is about to need, embedded now, outside it (nothing
+    when embeddings are off). Content the write will refuse (empty) is skipped."""
+    embeddings: Embeddings | None = getattr(db, "embeddings", None)
+    if embeddings is None:
+        return Vectors()
+    texts = list(dict.fromkeys(t.strip() for t in contents if t and t.strip()))
+    asked = list(dict.fromkeys(q for q in queries if q.strip()))
+    documents = await embeddings.embedder.aembed_documents(texts) if texts else []
+    found = [await embeddings.embedder.aembed_query(q) for q in asked]
+    return Vectors(
+        {t: _unit(v) for t, v in zip(texts, documents, strict=True)},
+        {q: _unit(list(v)) for q, v in zip(asked, found, strict=True)},
+    )
+
+
+def use(session: AsyncSession, vectors: Vectors) -> None:
+    """Let the transaction's memory writes and searches take their vectors from ``vectors``."""
+    session.sync_session.info[_AHEAD] = vectors
+
+
+def _ahead_of(session: AsyncSession) -> Vectors | None:
+    found: Vectors | None = session.sync_session.info.get(_AHEAD)
+    return found
+
+
 def embeddings_of(session: AsyncSession) -> Embeddings | None:
     """The database's embeddings, when ``OPENBOT_EMBEDDINGS`` is set (the runtime attaches them)."""
     embeddings: Embeddings | None = getattr(database_of(session), "embeddings", None)
@@ -93,12 +141,17 @@ def embeddings_of(session: AsyncSession) -> Embeddings | None:
 
 
 async def remember_vector(session: AsyncSession, memory: Memory) -> None:
-    """Embed the memory's content now, in the transaction that writes it (embeddings on only)."""
+    """The memory's vector, in the transaction that writes its content (embeddings on only): the
+    one embedded :func:`ahead` when there is one, else embedded now."""
     embeddings = embeddings_of(session)
     if embeddings is None:
         return
-    (vector,) = await embeddings.embedder.aembed_documents([memory.content])
-    row = MemoryVector(memory_id=memory.id, bot_id=memory.bot_id, model=embeddings.spec, vector=_unit(vector))
+    vectors = _ahead_of(session)
+    vector = vectors.documents.get(memory.content) if vectors is not None else None
+    if vector is None:  # content only this transaction knew (``ahead``)
+        (embedded,) = await embeddings.embedder.aembed_documents([memory.content])
+        vector = _unit(embedded)
+    row = MemoryVector(memory_id=memory.id, bot_id=memory.bot_id, model=embeddings.spec, vector=vector)
     await session.merge(row)
 
 
@@ -130,7 +183,10 @@ async def ranked(
     session: AsyncSession, embeddings: Embeddings, stmt: Any, bot_id: str, text: str, limit: int
 ) -> list[tuple[Memory, float]]:
     """``stmt`` (memories with their vectors, filtered) ranked by closeness to ``text``."""
-    query = _unit(list(await embeddings.embedder.aembed_query(text)))
+    vectors = _ahead_of(session)
+    query = vectors.queries.get(text) if vectors is not None else None
+    if query is None:
+        query = _unit(list(await embeddings.embedder.aembed_query(text)))
     rows = (await session.execute(stmt, {"bot_id": bot_id, "model": embeddings.spec})).all()
     scored = [(memory, _dot(query, vector)) for memory, vector in rows]
     scored = [hit for hit in scored if hit[1] >= MIN_SCORE]

@@ -28,7 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from openbot.config import Settings
 from openbot.core import memory as rules
 from openbot.core.reflection import Change, Known, plan_reflection
-from openbot.runtime.memory import jobs, pending, store
+from openbot.runtime.memory import embeddings, jobs, pending, store
 from openbot.runtime.memory.pending import Taken
 from openbot.store.db import Database
 from openbot.store.journal import log_activity
@@ -115,11 +115,18 @@ class Reflector:
                 job="reflection",
             )
             answer = await jobs.ask(model, "reflection", scene.bot.handle, _payload(scene))
+            # What the plan will most likely write, embedded before the transaction (the plan is
+            # made again inside it, against the memories as they are then).
+            likely = plan_reflection(
+                answer, scene.memories, thread_id=scene.thread.id, thread_title=scene.thread.title
+            )
+            vectors = await embeddings.ahead(self.db, [change.content for change in likely.changes])
         except Exception as exc:  # supervision boundary: recorded, retried, never fatal
             log.warning("reflection of %s in %s failed: %r", taken.bot_id, taken.thread_id, exc)
             await self._failed(taken, scene, exc)
             return
         async with self.db.transaction() as s:
+            embeddings.use(s, vectors)
             await _apply(s, taken, scene, answer)
 
     async def _failed(self, taken: Taken, scene: Scene, exc: Exception) -> None:

@@ -20,7 +20,7 @@ from openbot.config import Settings
 from openbot.core import memory as rules
 from openbot.core.errors import InvalidArgument, NotFound
 from openbot.runtime.commands import Body
-from openbot.runtime.memory import store
+from openbot.runtime.memory import embeddings, store
 from openbot.runtime.memory.context import ContextView, context_view
 from openbot.runtime.memory.store import BotRef, Origin
 from openbot.runtime.views import iso
@@ -110,7 +110,10 @@ class MemoryService:
 
     async def list_memories(self, handle: str, query: MemoryQuery) -> list[MemoryView]:
         lifecycle = None if query.lifecycle == "all" else query.lifecycle
+        searched = query.q if query.q and query.q.strip() else None
+        vectors = await embeddings.ahead(self.db, queries=[searched] if searched else [])
         async with self.db.read() as s:
+            embeddings.use(s, vectors)
             bot = await _bot(s, handle)
             if query.q and query.q.strip():
                 found = await store.search(
@@ -131,7 +134,9 @@ class MemoryService:
     async def create(self, handle: str, body: MemoryCreate) -> MemoryView:
         created_at = _timestamp("created_at", body.created_at)
         accessed = _timestamp("last_accessed_at", body.last_accessed_at)
+        vectors = await embeddings.ahead(self.db, [body.content])
         async with self.db.transaction() as s:
+            embeddings.use(s, vectors)
             bot = await _bot(s, handle)
             memory = await store.create(
                 s,
@@ -150,7 +155,9 @@ class MemoryService:
         for field in body.model_fields_set:  # partial: a field given as null is not "unchanged"
             if getattr(body, field) is None:
                 raise InvalidArgument(f"{field} cannot be null", {"field": field})
+        vectors = await embeddings.ahead(self.db, [body.content])
         async with self.db.transaction() as s:
+            embeddings.use(s, vectors)  # the provider is not asked while the memory is locked
             bot = await _bot(s, handle)
             memory = await _memory(s, bot, memory_id)
             await store.update(

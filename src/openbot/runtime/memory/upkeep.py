@@ -27,7 +27,7 @@ from sqlalchemy import select
 
 from openbot.config import Settings
 from openbot.runtime.loops import background, stop_if_cancelled
-from openbot.runtime.memory import consolidation, decay, store
+from openbot.runtime.memory import consolidation, decay, embeddings, store
 from openbot.runtime.memory.consolidation import DecisionView
 from openbot.runtime.memory.decay import MaintainView
 from openbot.runtime.memory.reflection import Reflector
@@ -63,7 +63,9 @@ class MemoryUpkeep:
             memories = await consolidation.active(s, bot.id)
         ref = store.BotRef(bot.id, bot.handle)
         decisions = await consolidation.deliberate(ref, profile, memories)
+        vectors = await embeddings.ahead(self.db, [decision.content for decision in decisions])
         async with self.db.transaction() as s:
+            embeddings.use(s, vectors)
             return await consolidation.carry_out(s, ref, decisions)
 
     # ── the schedule ─────────────────────────────────────────────────────────────────────────

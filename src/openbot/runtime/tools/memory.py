@@ -13,7 +13,7 @@ from langchain_core.tools import tool
 
 from openbot.core import memory as rules
 from openbot.core.errors import InvalidArgument
-from openbot.runtime.memory import store
+from openbot.runtime.memory import embeddings, store
 from openbot.runtime.memory.store import BotRef, Origin
 from openbot.runtime.tools.context import RunContext, ToolEnv
 
@@ -55,7 +55,9 @@ async def _manage(
 ) -> str:
     bot = BotRef(env.bot_id, env.bot_handle)
     origin = Origin(source="tool", thread_id=env.thread_id, run_id=env.run_id)
+    vectors = await embeddings.ahead(env.db, [content])
     async with env.db.transaction() as s:
+        embeddings.use(s, vectors)
         if action == "create":
             memory = await store.create(
                 s,
@@ -85,7 +87,9 @@ async def _manage(
 async def search_memory(runtime: ToolRuntime[RunContext], query: str, limit: int = 8) -> str:
     """Search your memories (across all your threads) for a query; best matches first."""
     env = runtime.context.env
+    vectors = await embeddings.ahead(env.db, queries=[query])
     async with env.db.transaction() as s:
+        embeddings.use(s, vectors)
         found = await store.search(s, env.bot_id, query, limit=max(1, min(limit, 50)))
         await store.touch(s, [memory.id for memory, _score in found])
     if not found:
