@@ -103,7 +103,7 @@ async def test_token_deltas_are_live_only(server: str, team: Team) -> None:
     deltas = [e for e in live if e.get("event") == "text.delta"]
     assert deltas and all("id" not in e for e in deltas)
     text = "".join(json.loads(e["data"])["delta"] for e in deltas)
-    assert text.strip() == "(scripted) engineer received 1 message."
+    assert text.strip() == "(scripted) engineer received 1 message(s)."
     await team.idle()
     replay = await collect(
         url,

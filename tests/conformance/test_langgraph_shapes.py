@@ -360,7 +360,7 @@ async def test_a_run_without_interrupt_ends_with_no_pending_interrupts() -> None
     assert not any(mode == "updates" and "__interrupt__" in data for mode, data in chunks)
     state = await agent.aget_state(config("plain"))
     assert state.interrupts == () and state.next == ()
-    assert state.values["messages"][-1].content == "(scripted) ops received 1 message."
+    assert state.values["messages"][-1].content == "(scripted) ops received 1 message(s)."
 
 
 # -- (d) checkpointers: durable pause and per-thread delete -----------------------------------

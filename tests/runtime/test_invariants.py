@@ -170,7 +170,7 @@ async def test_invariant_5_queued_messages_of_a_thread_coalesce_into_one_run(tea
     await team.idle()
     runs = await team.runs(thread)
     assert len(runs) == 1 and len(runs[0].trigger_message_ids) == 3
-    assert (await team.messages(thread))[-1]["content"] == "(scripted) engineer received 3 messages."
+    assert (await team.messages(thread))[-1]["content"] == "(scripted) engineer received 3 message(s)."
 
 
 async def test_invariant_5_backlog_collapses_after_a_restart(boot: Boot) -> None:
@@ -211,7 +211,7 @@ async def test_invariant_6_a_thread_is_parked_while_the_bot_waits_for_a_human(
     runs = await team.runs(parked)
     assert [r.status for r in runs] == ["completed", "completed"]
     contents = [m["content"] for m in await team.messages(parked)]
-    assert "deployed: yes" in contents and contents[-1] == "(scripted) engineer received 1 message."
+    assert "deployed: yes" in contents and contents[-1] == "(scripted) engineer received 1 message(s)."
 
 
 async def test_invariant_7_a_run_reads_the_thread_only_when_prepared(team: Team) -> None:
@@ -223,7 +223,7 @@ async def test_invariant_7_a_run_reads_the_thread_only_when_prepared(team: Team)
     assert len(runs) == 2
     assert posted[0] not in runs[0].trigger_message_ids and runs[1].trigger_message_ids == posted
     replies = [m for m in await team.messages(thread) if m["sender"] and m["sender"]["handle"] == "engineer"]
-    assert [m["content"] for m in replies] == ["(scripted) engineer received 1 message."] * 2
+    assert [m["content"] for m in replies] == ["(scripted) engineer received 1 message(s)."] * 2
     assert all(m["run_id"] for m in replies)  # the only thread writes a run makes are its messages
 
 

@@ -148,7 +148,7 @@ async def test_stopping_lets_in_flight_runs_finish_first(boot: Boot) -> None:
     async with boot() as rt:
         team = Team(rt)
         assert [r.status for r in await team.runs(thread)] == ["completed"]
-        assert (await team.messages(thread))[-1]["content"] == "(scripted) engineer received 1 message."
+        assert (await team.messages(thread))[-1]["content"] == "(scripted) engineer received 1 message(s)."
 
 
 async def test_two_questions_in_one_turn_resume_together(team: Team) -> None:

@@ -81,7 +81,7 @@ async def test_rules_match_the_trigger_text_not_the_transcript() -> None:
 
     answer = await model.ainvoke([HumanMessage("hello (but this is history)")])
 
-    assert answer.content == "(scripted) ops received 1 message."
+    assert answer.content == "(scripted) ops received 1 message(s)."
 
 
 async def test_placeholders_leave_other_braces_alone_and_are_filled_once() -> None:
@@ -166,7 +166,7 @@ async def test_no_matching_rule_gives_the_default_reply_counting_trigger_message
 
     answer = await model.ainvoke("a\nb")
 
-    assert answer.content == "(scripted) ops received 2 messages."
+    assert answer.content == "(scripted) ops received 2 message(s)."
     assert "@" not in answer.text
 
 
@@ -175,7 +175,7 @@ async def test_default_reply_after_a_tool_result_when_no_rule_matches() -> None:
 
     answer = await model.ainvoke([HumanMessage("x"), ToolMessage("r @bob", tool_call_id="call_1")])
 
-    assert answer.content == "(scripted) ops received 1 message."
+    assert answer.content == "(scripted) ops received 1 message(s)."
 
 
 @given(handle=st.text(max_size=30), count=st.integers(min_value=0, max_value=10_000))
@@ -184,7 +184,7 @@ def test_default_reply_never_contains_an_at_sign(handle: str, count: int) -> Non
 
     assert "@" not in reply
     assert reply.startswith("(scripted) ")
-    assert reply.endswith(f" {count} message{'' if count == 1 else 's'}.")
+    assert reply.endswith(f" {count} message(s).")
 
 
 def test_sync_invoke_gives_the_same_answer() -> None:
@@ -430,7 +430,7 @@ def test_build_scripted_model_from_settings() -> None:
 def test_build_scripted_model_defaults_to_an_empty_script() -> None:
     model = build_chat_model("scripted", {}, handle="ops", trigger_text="x", trigger_count=1)
 
-    assert model.invoke("x").content == "(scripted) ops received 1 message."
+    assert model.invoke("x").content == "(scripted) ops received 1 message(s)."
 
 
 def test_build_scripted_model_rejects_a_bad_script_with_every_problem() -> None:

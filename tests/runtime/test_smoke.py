@@ -8,5 +8,5 @@ async def test_a_mention_wakes_the_bot_and_it_replies(team: Team) -> None:
     await team.idle()
     messages = await team.messages(thread)
     assert [m["sender"]["handle"] for m in messages] == ["you", "engineer"]
-    assert messages[1]["content"] == "(scripted) engineer received 1 message."
+    assert messages[1]["content"] == "(scripted) engineer received 1 message(s)."
     assert messages[1]["hop"] == 1

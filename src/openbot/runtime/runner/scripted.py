@@ -189,8 +189,7 @@ def _tool_call_problems(where: str, tool_calls: object) -> list[str]:
 def default_reply(handle: str, trigger_count: int) -> str:
     """The reply when no rule matches. It never contains ``@``, so it never hands off."""
     name = handle.replace("@", "")
-    noun = "message" if trigger_count == 1 else "messages"
-    return f"(scripted) {name} received {trigger_count} {noun}."
+    return f"(scripted) {name} received {trigger_count} message(s)."
 
 
 class Scripted(BaseChatModel):
