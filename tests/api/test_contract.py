@@ -386,3 +386,18 @@ async def test_threads_list_most_recently_active_first_counting_creation(
     assert [i for i in order if i in (talked, empty, later)] == [later, empty, talked]
     first_two = (await client.get("/api/v1/threads", params={"limit": 2})).json()["items"]
     assert [t["id"] for t in first_two] == [later, empty]  # the empty one is not cut off
+
+
+async def test_thread_title_search_takes_percent_and_underscore_literally(
+    client: httpx.AsyncClient, team: Team
+) -> None:
+    for title in ("100% done", "Plain", "a_b", "axb"):
+        await team.thread(title=title)
+
+    async def titles(q: str) -> list[str]:
+        answer = await client.get("/api/v1/threads", params={"q": q})
+        return sorted(t["title"] for t in answer.json()["items"])
+
+    assert await titles("%") == ["100% done"]
+    assert await titles("a_b") == ["a_b"]
+    assert await titles("PLAIN") == ["Plain"]  # still case-insensitive

@@ -95,7 +95,7 @@ class Scope:
         async with self.db.read() as s:
             stmt = select(Thread).where(Thread.id.in_(member_threads(handle)))
             if q:
-                stmt = stmt.where(Thread.title.ilike(f"%{q}%"))
+                stmt = stmt.where(Thread.title.icontains(q, autoescape=True))  # % and _ are literal
             newest = (Thread.last_message_at.desc().nulls_last(), Thread.created_at.desc(), Thread.id.desc())
             rows = list(await s.scalars(stmt.order_by(*newest).limit(limit)))
             return await threads.views(s, rows, actor=await threads.find_actor(s, handle))

@@ -234,7 +234,7 @@ async def list_threads(
     and is never cut off the end of the list by older ones."""
     stmt = select(Thread)
     if q:
-        stmt = stmt.where(Thread.title.ilike(f"%{q}%"))
+        stmt = stmt.where(Thread.title.icontains(q, autoescape=True))  # % and _ are literal
     active = func.coalesce(Thread.last_message_at, Thread.created_at)
     # At one instant a post is newer than a creation (the post was made second, or in it).
     newest = (active.desc(), Thread.last_message_at.desc().nulls_last(), Thread.id.desc())
