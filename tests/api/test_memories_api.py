@@ -139,3 +139,11 @@ async def test_a_null_field_in_an_edit_is_refused_and_writes_nothing(client: htt
         assert refused.json()["error"]["details"] == {"field": field}
     assert (await client.get(BASE)).json()["items"] == [kept]
     assert await _activity(client) == ["memory.created"]
+
+
+async def test_the_list_is_newest_first_by_when_a_memory_was_made(client: httpx.AsyncClient) -> None:
+    made_now = await _add(client, content="The release train leaves on Mondays")
+    imported = await _add(client, content="The office moved in 2020", created_at="2020-01-01T00:00:00+00:00")
+    later = await _add(client, content="Lunch moved to one", created_at="2030-01-01T00:00:00+00:00")
+    listed = [m["id"] for m in (await client.get(BASE)).json()["items"]]
+    assert listed == [later["id"], made_now["id"], imported["id"]]

@@ -180,6 +180,20 @@ async def test_maintain_archives_and_prunes_as_the_formula_says(
     assert again.json() == {"archived": [], "pruned": []}
 
 
+async def test_a_restored_memory_decays_from_when_it_was_restored(
+    team: Team, client: httpx.AsyncClient, clock: FakeClock
+) -> None:
+    stamp = clock.now() - timedelta(days=14)
+    fields = {"tier": "short", "created_at": stamp, "last_accessed_at": stamp}
+    fading = await remember(team.rt, "engineer", "memory fading", **fields)
+    assert (await client.post("/api/v1/bots/engineer/memories/maintain")).json()["archived"] == [fading]
+    restored = await client.patch(f"/api/v1/bots/engineer/memories/{fading}", json={"lifecycle": "active"})
+    assert restored.status_code == 200 and restored.json()["last_accessed_at"] == clock.now().isoformat()
+    assert (await client.post("/api/v1/bots/engineer/memories/maintain")).json()["archived"] == []
+    clock.advance(timedelta(days=14).total_seconds())  # as long again after the restore: archived again
+    assert (await client.post("/api/v1/bots/engineer/memories/maintain")).json()["archived"] == [fading]
+
+
 async def test_a_memory_used_often_outlives_one_that_is_not(team: Team, clock: FakeClock) -> None:
     rt = team.rt
     used = await remember(rt, "engineer", "Deploy on Tuesdays", tier="short")

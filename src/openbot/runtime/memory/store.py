@@ -138,9 +138,13 @@ async def update(
         changes["importance"] = rules.check_importance(importance)
     if lifecycle is not None:
         changes["lifecycle"] = rules.check_choice("lifecycle", lifecycle, rules.LIFECYCLES)
+    stamp = now(session)
+    if changes.get("lifecycle") == "active" and memory.lifecycle != "active":
+        # Restored: its decay starts again from now, or the next pass would archive it again.
+        memory.last_accessed_at = stamp
     for key, value in changes.items():
         setattr(memory, key, value)
-    memory.updated_at = now(session)
+    memory.updated_at = stamp
     if "content" in changes:
         await embeddings.remember_vector(session, memory)
     _log(
@@ -236,7 +240,8 @@ async def listing(
     lifecycle: str | None = "active",
 ) -> list[Memory]:
     """The bot's memories, newest first."""
-    stmt = select(Memory).where(Memory.bot_id == bot_id).order_by(Memory.id.desc()).limit(limit)
+    newest = (Memory.created_at.desc(), Memory.id.desc())  # an import's created_at counts
+    stmt = select(Memory).where(Memory.bot_id == bot_id).order_by(*newest).limit(limit)
     return list(await session.scalars(_filtered(stmt, segment=segment, tier=tier, lifecycle=lifecycle)))
 
 

@@ -61,6 +61,7 @@ class Memory(Base):
         ),
         CheckConstraint("importance >= 0 AND importance <= 1", name="ck_memory_importance"),
         Index("ix_memories_bot", "bot_id", "lifecycle", "id"),
+        Index("ix_memories_bot_created", "bot_id", "lifecycle", "created_at", "id"),  # the listing
     )
 
 
