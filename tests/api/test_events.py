@@ -149,6 +149,35 @@ async def test_replay_from_before_the_pruned_journal_sends_reset(
     assert reset["event"] == "reset" and json.loads(reset["data"])["reason"] == "journal pruned"
 
 
+async def test_ids_keep_rising_after_the_whole_journal_is_past_its_retention(
+    server: str, team: Team, clock: FakeClock
+) -> None:
+    thread = await team.thread()
+    await team.post(thread, "@engineer one")
+    await team.idle()
+    async with team.rt.db.read() as s:
+        head = await journal_head(s)
+    clock.advance(team.rt.settings.journal_retention_days * 86400 + 1)
+    await team.rt.system.maintain()  # the hourly pass prunes what the retention period let go
+    async with team.rt.db.read() as s:
+        assert await journal_floor(s) == head - 1  # everything but the newest row is gone
+        assert await journal_head(s) == head  # the newest row stays: ids go on from it
+
+    async def post_now() -> None:
+        await team.post(thread, "@engineer two")
+
+    events = await collect(
+        f"{server}/api/v1/events",
+        {"thread_id": thread},
+        {"Last-Event-ID": str(head)},
+        lambda got: any(e.get("event") == "message.created" for e in got),
+        on_connect=post_now,
+    )
+    durable = [e for e in events if "id" in e]
+    assert durable and all(int(e["id"]) > head for e in durable)
+    assert not any(e.get("event") == "reset" for e in events)
+
+
 async def test_heartbeats_are_sent_as_comments(server: str, rt: Runtime) -> None:
     rt.settings.heartbeat_seconds = 1
     got = await collect(

@@ -158,8 +158,15 @@ async def read_journal(
 
 
 async def prune_journal(session: AsyncSession, older_than: datetime) -> int:
-    """Delete journal rows older than the retention period and remember how far we pruned."""
-    last = await session.scalar(select(func.max(Event.id)).where(Event.created_at < older_than))
+    """Delete journal rows older than the retention period and remember how far we pruned.
+
+    The newest row always stays, however old: SQLite numbers a new row one past the largest id in
+    the table, so an emptied journal would hand out ids from 1 again, and a client resuming from
+    its last id would wait, blind, until the new ids passed it."""
+    newest = select(func.max(Event.id)).scalar_subquery()
+    last = await session.scalar(
+        select(func.max(Event.id)).where(Event.created_at < older_than, Event.id < newest)
+    )
     if not last:
         return 0
     result = await session.execute(delete(Event).where(Event.id <= last))
