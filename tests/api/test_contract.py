@@ -401,3 +401,34 @@ async def test_thread_title_search_takes_percent_and_underscore_literally(
     assert await titles("%") == ["100% done"]
     assert await titles("a_b") == ["a_b"]
     assert await titles("PLAIN") == ["Plain"]  # still case-insensitive
+
+
+async def test_a_question_closed_by_an_answer_or_a_cancel_is_announced(
+    client: httpx.AsyncClient, team: Team
+) -> None:
+    """The asked person's inbox item changes state in the journal (``inbox.updated``), so a client
+    showing the inbox sees an answered or cancelled question leave it without polling."""
+    from sqlalchemy import select
+
+    from openbot.store.models import Event
+
+    await team.asks("engineer", "Ship?", match="ask", reply="ok")
+    answered, cancelled = await team.thread(), await team.thread()
+    for thread in (answered, cancelled):
+        await team.post(thread, "@engineer ask")
+    await team.idle()
+    (to_answer,) = await team.runs(answered)
+    (to_cancel,) = await team.runs(cancelled)
+    assert (
+        await client.post(f"/api/v1/runs/{to_answer.id}/resume", json={"answer": "yes"})
+    ).status_code == 202
+    assert (await client.post(f"/api/v1/runs/{to_cancel.id}/cancel")).status_code == 202
+    await team.idle()
+    async with team.rt.db.read() as s:
+        rows = await s.scalars(select(Event).where(Event.type == "inbox.updated").order_by(Event.id))
+        closed = [
+            (e.data["item"]["run_id"], e.data["item"]["status"], e.data["actor"])
+            for e in rows
+            if e.data.get("item", {}).get("kind") == "question" and e.data["item"]["status"] != "queued"
+        ]
+    assert closed == [(to_answer.id, "done", "you"), (to_cancel.id, "cancelled", "you")]

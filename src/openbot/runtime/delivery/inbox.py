@@ -7,6 +7,8 @@ bot, so no caller has to remember to wake anyone.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sqlalchemy import BindParameter, ColumnElement, Exists, Select, bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -51,6 +53,18 @@ async def enqueue(
     elif actor.kind == "external":  # its webhook delivery, written with the mail
         await outbox.record(session, actor, thread_id, kind, message_id, run_id)
     return item
+
+
+async def announce(session: AsyncSession, items: Sequence[InboxItem]) -> None:
+    """An ``inbox.updated`` event for each item that changed state (a question answered or
+    cancelled with its run), so a client showing the inbox never has to poll it."""
+    if not items:
+        return
+    owners = select(Actor.id, Actor.handle).where(Actor.id.in_({item.actor_id for item in items}))
+    handles = {id_: handle for id_, handle in (await session.execute(owners)).all()}
+    for item in items:
+        data = {"actor": handles.get(item.actor_id, ""), "item": item_view(item)}
+        append_event(session, "inbox.updated", data, item.thread_id)
 
 
 def queued_mail_count(actor_id: str | BindParameter[str], thread_id: str | BindParameter[str]) -> Select[int]:

@@ -18,6 +18,7 @@ from openbot.core.scheduling import ItemKind
 from openbot.core.states import ACTIVE_RUNS, ItemStatus, RunStatus, check
 from openbot.runtime import notices
 from openbot.runtime.delivery.holds import release_holds
+from openbot.runtime.delivery.inbox import announce
 from openbot.runtime.delivery.post import Delivery
 from openbot.runtime.governor.disposals import Reason, record_disposal
 from openbot.runtime.runs.events import add_run_event, journal_run, log_run, move
@@ -85,10 +86,12 @@ async def _release_items(
 ) -> int:
     """Settle the items the run held (and its unanswered questions); returns how many were re-queued.
     Mail that would be re-queued but has had its attempts gets a disposal (invariant 13)."""
-    items = await session.scalars(
-        select(InboxItem).where(
-            ((InboxItem.claimed_by_run == run.id) & (InboxItem.status == ItemStatus.PROCESSING))
-            | ((InboxItem.run_id == run.id) & (InboxItem.status == ItemStatus.QUEUED))
+    items = list(
+        await session.scalars(
+            select(InboxItem).where(
+                ((InboxItem.claimed_by_run == run.id) & (InboxItem.status == ItemStatus.PROCESSING))
+                | ((InboxItem.run_id == run.id) & (InboxItem.status == ItemStatus.QUEUED))
+            )
         )
     )
     ended = ItemStatus.CANCELLED if status == RunStatus.CANCELLED else ItemStatus.FAILED
@@ -104,6 +107,7 @@ async def _release_items(
             if requeue and item.kind == ItemKind.MESSAGE:
                 exhausted.append(item)
         item.updated_at = run.finished_at or now(session)
+    await announce(session, [item for item in items if item.kind == ItemKind.QUESTION])  # humans' items
     if exhausted:
         record_disposal(
             session,

@@ -11,14 +11,14 @@ from collections.abc import Callable
 from typing import Any
 
 import jsonschema
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from openbot.core.errors import Conflict, Forbidden, InvalidArgument, NotFound
 from openbot.core.scheduling import ItemKind
 from openbot.core.states import OPEN_ITEMS, ItemStatus, RunStatus, check
 from openbot.runtime.commands import ResumeBody
-from openbot.runtime.delivery.inbox import enqueue
+from openbot.runtime.delivery.inbox import announce, enqueue
 from openbot.runtime.runs.events import add_run_event, log_run
 from openbot.store.db import now
 from openbot.store.models import Actor, InboxItem, Run, RunEvent
@@ -137,15 +137,19 @@ async def request_resume(
     )
     if pending:
         raise Conflict(f"run {run_id} already has an answer on its way")
-    await session.execute(
-        update(InboxItem)
-        .where(
-            InboxItem.run_id == run.id,
-            InboxItem.kind == ItemKind.QUESTION,
-            InboxItem.status == ItemStatus.QUEUED,
+    questions = list(
+        await session.scalars(
+            select(InboxItem).where(
+                InboxItem.run_id == run.id,
+                InboxItem.kind == ItemKind.QUESTION,
+                InboxItem.status == ItemStatus.QUEUED,
+            )
         )
-        .values(status=check(ItemStatus, ItemStatus.QUEUED, ItemStatus.DONE), updated_at=now(session))
     )
+    for question in questions:
+        question.status = check(ItemStatus, question.status, ItemStatus.DONE)
+        question.updated_at = now(session)
+    await announce(session, questions)
     await add_run_event(session, run, "resumed", {"value": value, "answered_by": answerer.handle})
     await enqueue(session, bot, run.thread_id, kind=ItemKind.RESUME, run_id=run.id)
     log_run(
