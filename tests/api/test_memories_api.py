@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx
 import pytest
 
+from conftest import Team
 from openbot.config import Settings
 from openbot.runtime.memory.service import index_status
+from openbot.runtime.runner.prepare import Prepared
+from openbot.runtime.runs.claim import Claim
 
 BASE = "/api/v1/bots/engineer/memories"
 
@@ -147,3 +151,28 @@ async def test_the_list_is_newest_first_by_when_a_memory_was_made(client: httpx.
     later = await _add(client, content="Lunch moved to one", created_at="2030-01-01T00:00:00+00:00")
     listed = [m["id"] for m in (await client.get(BASE)).json()["items"]]
     assert listed == [later["id"], made_now["id"], imported["id"]]
+
+
+async def test_a_run_context_is_there_while_it_runs_and_after_a_cancel(
+    client: httpx.AsyncClient, team: Team
+) -> None:
+    await team.script("engineer", [], delay_ms=20_000)  # cancelled long before
+    started = asyncio.Event()
+
+    async def model_starts(_claim: Claim, _prepared: Prepared) -> None:
+        started.set()
+
+    team.on_prepared(model_starts)
+    thread = await team.thread()
+    await team.post(thread, "@engineer a slow one")
+    async with asyncio.timeout(10):
+        await started.wait()
+    (run,) = await team.runs(thread)
+    running = await client.get(f"/api/v1/runs/{run.id}/context")
+    assert running.status_code == 200, running.text
+    assert running.json()["run_id"] == run.id and "a slow one" in running.json()["messages"][-1]["content"]
+    assert (await client.post(f"/api/v1/runs/{run.id}/cancel")).status_code == 202
+    await team.idle()
+    assert [r.status for r in await team.runs(thread)] == ["cancelled"]
+    kept = await client.get(f"/api/v1/runs/{run.id}/context")
+    assert kept.status_code == 200 and kept.json() == running.json()

@@ -117,3 +117,21 @@ def test_run_card_details_show_what_the_model_saw(page: Page, server: LiveServer
     expect(seen.locator(".context-memories")).to_contain_text("two approvals")
     expect(seen.locator(".context-system")).to_contain_text(re.compile("What you have learned"))
     expect(seen.locator(".context-messages")).to_contain_text("how many approvals")
+
+
+def test_a_running_run_shows_what_its_model_is_seeing(page: Page, server: LiveServer, api: Client) -> None:
+    api.script_bot("reviewer", [], delay_ms=60_000)  # cancelled below, long before
+    thread = api.create_thread(title="Slow", participants=["you", "reviewer"], default_bot="reviewer")["id"]
+    api.post_message(thread, "@reviewer take your time with this one")
+    run = wait_until(
+        lambda: next((r for r in api.runs(thread_id=thread) if r["status"] == "running"), None),
+        message="the reviewer's run",
+    )
+    try:
+        open_app(page, server, f"/t/{thread}")
+        card = page.locator(".run[data-status='running']")
+        card.locator("summary", has_text="Details").click()
+        card.locator("summary", has_text="What the model saw").click()
+        expect(card.locator(".run-context-body .context-messages")).to_contain_text("take your time")
+    finally:
+        api.cancel(run["id"])

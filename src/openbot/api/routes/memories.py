@@ -59,4 +59,4 @@ async def delete_memory(rt: RuntimeDep, handle: str, memory_id: str) -> Response
 @router.get("/runs/{run_id}/context", responses=errors(404))
 async def run_context(rt: RuntimeDep, run_id: str) -> ContextView:
     """What the run's first model call saw, recorded when the run was prepared."""
-    return await MemoryService(rt.db).run_context(run_id)
+    return await MemoryService(rt.db).run_context(run_id, in_flight=rt.runner.contexts)

@@ -7,6 +7,7 @@ request writes nothing.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal, NotRequired
@@ -177,14 +178,18 @@ class MemoryService:
             bot = await _bot(s, handle)
             await store.delete(s, bot, await _memory(s, bot, memory_id))
 
-    async def run_context(self, run_id: str) -> ContextView:
+    async def run_context(
+        self, run_id: str, in_flight: Mapping[str, PreparedContext] | None = None
+    ) -> ContextView:
+        """The run's recorded context; while it runs in this process (``in_flight``: the runner's),
+        the one its outcome will record."""
         async with self.db.read() as s:
             context = await s.get(PreparedContext, run_id)
+            if context is None and in_flight is not None:
+                context = in_flight.get(run_id)
             if context is None:
                 run = await s.get(Run, run_id)
-                detail = (
-                    "" if run is None else f" (status {run.status}: recorded when its outcome is written)"
-                )
+                detail = "" if run is None else f" (status {run.status}: a run has one once it is prepared)"
                 raise NotFound(f"no context recorded for run {run_id}{detail}", {"run_id": run_id})
         return context_view(context)
 

@@ -64,6 +64,9 @@ class Runner:
             memory_mb=settings.shell_memory_mb,
             user=settings.shell_user or None,
         )
+        #: What the first model call of each fresh run in flight here sees, from its preparation
+        #: until its outcome is written (``GET /runs/{id}/context`` answers from it meanwhile).
+        self.contexts: dict[str, PreparedContext] = {}
         #: Called after a run is prepared, before its model runs (tests observe or interleave here).
         self.on_prepared: list[PreparedHook] = []
         #: Called when a run's transcript is about to be deleted, the last step of its clean-up.
@@ -75,7 +78,7 @@ class Runner:
         try:
             prepared = await prepare(self.db, self.settings, claim)
             if not claim.resume:
-                outcome.context = _context(claim, prepared, self.db)
+                outcome.context = self.contexts[claim.run_id] = _context(claim, prepared, self.db)
             for hook in self.on_prepared:
                 await hook(claim, prepared)
             await self._stream(claim, prepared, outcome)

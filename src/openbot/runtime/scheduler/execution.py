@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING
 
 from openbot.core.errors import StaleLease
 from openbot.core.states import IN_FLIGHT_RUNS, RunStatus
+from openbot.runtime.memory.context import record
 from openbot.runtime.runs.claim import Claim
 from openbot.runtime.runs.ending import end_run
 from openbot.runtime.runs.outcome import finish
-from openbot.store.models import Run
+from openbot.store.models import PreparedContext, Run
 
 if TYPE_CHECKING:
     from openbot.runtime.scheduler.system import ActorSystem
@@ -50,6 +51,9 @@ async def execute(system: ActorSystem, claim: Claim) -> None:
         log.exception("run %s could not be finished", claim.run_id)
         await fail(system, claim.run_id, "internal", "the run could not be finished; see the server log")
     finally:
+        if moved_on:
+            await _keep_context(system, claim.run_id)
+        system.runner.contexts.pop(claim.run_id, None)  # written with the outcome, or never will be
         system.executions.pop(claim.run_id, None)
         system.slots.release()
         if terminal:  # a run that never paused kept its transcript in memory only
@@ -62,6 +66,20 @@ async def execute(system: ActorSystem, claim: Claim) -> None:
             system.notify([claim.bot_id])
         system.in_flight.pop(claim.run_id, None)
         system.changed()
+
+
+async def _keep_context(system: ActorSystem, run_id: str) -> None:
+    """A run cancelled or taken over after its preparation still tells what its first model call
+    saw: its outcome, which carries that, is dropped."""
+    context = system.runner.contexts.get(run_id)
+    if context is None:
+        return
+    try:
+        async with system.db.transaction() as s:
+            if await s.get(Run, run_id) is not None and await s.get(PreparedContext, run_id) is None:
+                await record(s, context)
+    except Exception:  # recorded, never fatal: only the run's context is missing
+        log.exception("could not record the context of run %s", run_id)
 
 
 async def fail(system: ActorSystem, run_id: str, code: str, message: str) -> None:
