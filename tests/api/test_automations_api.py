@@ -28,6 +28,7 @@ from openbot.core.clock import FakeClock
         ({}, "schedule"),
         ({"cron": "0 9 * * *", "at": "2026-02-01T00:00:00Z"}, "schedule"),
         ({"cron": "0 9 * * *", "content": "  "}, "empty_content"),
+        ({"cron": "0 9 * * *", "owner": "engineer"}, "owner_is_bot"),  # its own post wakes nobody
     ],
 )
 async def test_a_bad_automation_is_refused_and_nothing_is_written(

@@ -178,8 +178,19 @@ async def test_resume_body_that_does_not_fit_the_interrupt(client: httpx.AsyncCl
         "kind": "approval",
         "actions": [{"name": "todo_write", "args": {"todos": [{"content": "retest", "status": "pending"}]}}],
     }
-    for body in ({"decisions": [{"type": "approve"}]}, {}, {"answer": ""}, {"answer": 3}):
+    for body in (
+        {"decisions": [{"type": "approve"}]},
+        {},
+        {"answer": ""},
+        {"answer": 3},
+        {"answer": "y" * 200_001},
+    ):
         _error(await client.post(f"/api/v1/runs/{question.id}/resume", json=body), 422, "invalid_argument")
+    both = {"answer": "yes", "decisions": [{"type": "approve"}]}
+    error = _error(
+        await client.post(f"/api/v1/runs/{question.id}/resume", json=both), 422, "invalid_argument"
+    )
+    assert "no decisions" in error["message"] and error["details"] == {"field": "decisions"}
     for body in (
         {"answer": "yes"},
         {"decisions": []},
@@ -277,6 +288,11 @@ async def test_patch_is_partial_and_validates_the_script(client: httpx.AsyncClie
     _error(await client.patch("/api/v1/bots/qa", json={"max_parallel_threads": 0}), 422, "invalid_argument")
     _error(await client.patch("/api/v1/bots/qa", json={"nope": 1}), 422, "invalid_argument")
     _error(await client.patch("/api/v1/bots/qa", json={"name": "  "}), 422, "invalid_argument")
+    for delay in (-5, 1.5, "10", True):
+        slow = await client.patch(
+            "/api/v1/bots/qa", json={"model_settings": {"script": [], "delay_ms": delay}}
+        )
+        assert _error(slow, 422, "invalid_argument")["details"]["field"] == "model_settings.delay_ms"
     assert (await client.get("/api/v1/bots/qa")).json()["name"] == bot["name"]
 
 

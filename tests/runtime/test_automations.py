@@ -54,6 +54,7 @@ async def test_a_one_shot_two_seconds_ahead_fires_once(rt: Runtime, team: Team, 
     assert thread.title == "Deploy check"
     done = await rt.automations.get(made["id"])
     assert done["enabled"] is False and done["next_run_at"] is None and done["last_run_at"] is not None
+    assert done["updated_at"] == done["last_run_at"] != made["updated_at"]  # done: the definition changed
     await team.idle()
     [run] = await team.runs(message.thread_id)
     assert run.trigger_message_ids == [message.id] and run.status == "completed"

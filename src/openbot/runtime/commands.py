@@ -139,7 +139,7 @@ class MessageCreate(Body):
 class ResumeBody(Body):
     model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
 
-    answer: str | None = None
+    answer: str | None = Field(None, max_length=200_000)  # as long as a message may be
     decisions: Annotated[list[dict[str, Any]], AfterValidator(_free_json)] | None = None
     # Who answers: the admin may name any actor (default @you); an actor token answers as itself.
     from_: str | None = Field(None, alias="from")

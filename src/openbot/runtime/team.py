@@ -183,6 +183,9 @@ async def update_actor(
     return actor, external
 
 
+MAX_DELAY_MS = 3_600_000  # the scripted model's latency per call: at most an hour
+
+
 def _check_bot(command: BotCreate | BotUpdate) -> None:
     """What the command's types cannot say: the model's form and the script's rules."""
     model = command.model
@@ -190,6 +193,12 @@ def _check_bot(command: BotCreate | BotUpdate) -> None:
         raise InvalidArgument("model must be 'scripted' or 'provider:model'", {"field": "model"})
     settings = command.model_settings
     check_run_timeout(settings)
+    delay = (settings or {}).get("delay_ms", 0)
+    if isinstance(delay, bool) or not isinstance(delay, int) or not 0 <= delay <= MAX_DELAY_MS:
+        raise InvalidArgument(
+            f"model_settings.delay_ms must be a whole number of milliseconds from 0 to {MAX_DELAY_MS}",
+            {"field": "model_settings.delay_ms", "value": delay},
+        )
     for key in ("script", "subagent_script"):  # subagent_script: runtime.tools.subagents
         if settings is not None and key in settings:
             problems = validate_script(settings[key])

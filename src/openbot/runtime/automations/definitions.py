@@ -2,7 +2,7 @@
 
 Every refusal is a 422 ``invalid_argument`` whose ``details.reason`` is stable (``bad_cron``,
 ``bad_timezone``, ``bad_at``, ``at_in_past``, ``schedule``, ``unknown_bot``, ``unknown_owner``,
-``unknown_thread``, ``empty_content``), raised before anything is written.
+``owner_is_bot``, ``unknown_thread``, ``empty_content``), raised before anything is written.
 """
 
 from __future__ import annotations
@@ -90,6 +90,10 @@ async def create(
     """``scoped``: the owner is an actor token's actor, so ``thread_id`` must be one of its threads."""
     bot = await _actor(session, command.bot, "bot", kind="bot")
     author = await _actor(session, owner, "owner")
+    if author.id == bot.id:  # its post would mention its own sender, which wakes nobody
+        raise _refuse(
+            f"@{bot.handle} cannot own an automation that wakes @{bot.handle}", "owner", "owner_is_bot"
+        )
     await _check_thread(session, command.thread_id, owner if scoped else None)
     content = command.content.strip() or (HEARTBEAT_PROMPT if command.kind == "heartbeat" else "")
     if not content:

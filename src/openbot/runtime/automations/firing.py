@@ -68,7 +68,8 @@ async def fire(
         if due.missed:
             status = Occurred.CAUGHT_UP if row.catch_up == "once" else Occurred.SKIPPED
         row.next_run_at = due.next_run_at
-        row.enabled = due.next_run_at is not None  # a one-shot is done
+        if due.next_run_at is None:  # a one-shot is done: the definition changes
+            row.enabled, row.updated_at = False, stamp
     occurrence = AutomationOccurrence(
         id=new_id("occ"), automation_id=row.id, scheduled_for=scheduled_for, status=status, fired_at=stamp
     )
@@ -81,7 +82,7 @@ async def fire(
         except _Unpostable as exc:  # it would fail the same way every time: stop until changed
             occurrence.status = Occurred.FAILED
             occurrence.error = {"code": "not_found", "message": f"{exc}; the automation is disabled"}
-            row.enabled, row.next_run_at = False, None
+            row.enabled, row.next_run_at, row.updated_at = False, None, stamp
     _record(session, row, occurrence)
     return occurrence
 
@@ -91,7 +92,8 @@ def record_failure(session: AsyncSession, row: Automation, stamp: datetime, erro
     due = cron.plan_due(schedule_of(row), row.next_run_at or stamp, stamp)
     scheduled_for = due.scheduled_for if due else stamp
     row.next_run_at = due.next_run_at if due else row.next_run_at
-    row.enabled = row.next_run_at is not None
+    if row.next_run_at is None and row.enabled:
+        row.enabled, row.updated_at = False, stamp
     occurrence = AutomationOccurrence(
         id=new_id("occ"),
         automation_id=row.id,

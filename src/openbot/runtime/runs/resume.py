@@ -35,15 +35,27 @@ def resume_value(interrupt: dict[str, Any], body: ResumeBody, parameters: Parame
     """The value LangGraph resumes with, or InvalidArgument if the body does not fit the interrupt
     (an ``edit``'s args are checked against the tool's parameters when the tool is known)."""
     if interrupt.get("kind") == "question":
-        if body.answer is None or not body.answer.strip() or body.decisions is not None:
-            raise InvalidArgument('this run asked a question: resume with {"answer": "..."}')
+        if body.decisions is not None:
+            raise InvalidArgument(
+                'this run asked a question: resume with {"answer": "..."} and no decisions',
+                {"field": "decisions"},
+            )
+        if body.answer is None or not body.answer.strip():
+            raise InvalidArgument(
+                'this run asked a question: resume with {"answer": "..."}', {"field": "answer"}
+            )
         return body.answer
     actions = interrupt.get("actions") or []
     decisions = body.decisions
     if body.answer is not None or decisions is None or len(decisions) != len(actions):
+        extra = " and no answer" if body.answer is not None else ""
         raise InvalidArgument(
-            f"this run waits for approval of {len(actions)} action(s): resume with one decision per action",
-            {"expected_decisions": len(actions)},
+            f"this run waits for approval of {len(actions)} action(s): resume with one decision per action"
+            + extra,
+            {
+                "field": "answer" if body.answer is not None else "decisions",
+                "expected_decisions": len(actions),
+            },
         )
     return {
         "decisions": [
