@@ -59,6 +59,17 @@ async def test_relevance_orders_by_overlap_and_skips_other_bots_and_archived(rt:
     assert hits[0].score > hits[1].score > 0
 
 
+async def test_one_is_not_a_word_that_says_what_a_text_is_about(rt: Runtime) -> None:
+    """SQLite's Porter stemmer makes "one" "on": without "one" among the stop words, asking about
+    "one" found every memory with an "on" in it."""
+    bot = await _bot(rt)
+    async with rt.db.transaction() as s:
+        await store.create(s, bot, "The deploy pipeline runs on jenkins")
+    async with rt.db.read() as s:
+        assert await store.relevant(s, bot.id, "hello one") == []
+        assert await store.search(s, bot.id, "ones") == []
+
+
 @pytest.mark.parametrize(
     ("fields", "field"),
     [

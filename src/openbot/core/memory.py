@@ -27,12 +27,13 @@ MAX_TERMS = 32  # words of the trigger text that take part in a query
 
 _WORD = re.compile(r"[^\W_]+")
 _MENTION = re.compile(r"@[A-Za-z0-9_-]+")  # who a text is addressed to, not what it is about
-# Words too common to say what a text is about (both indexes must drop the same ones).
+# Words too common to say what a text is about (both indexes must drop the same ones). "one" and
+# "ones" are here because SQLite's Porter stemmer makes them "on", which would match every "on".
 STOP_WORDS = frozenset(
     """a about above after again all am an and any are as at be because been before being below
     between both but by can could did do does doing down during each few for from further had has
     have having he her here hers him his how i if in into is it its itself just me more most my no
-    nor not now of off on once only or other our ours out over own same she should so some such
+    nor not now of off on once one ones only or other our ours out over own same she should so some such
     than that the their theirs them then there these they this those through to too under until up
     very was we were what when where which while who whom why will with would you your yours""".split()
 )
