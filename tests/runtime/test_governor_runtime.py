@@ -12,6 +12,7 @@ from sqlalchemy import select
 from conftest import Boot, Team
 from openbot.core.clock import FakeClock
 from openbot.runtime.commands import BotUpdate
+from openbot.runtime.engagement.explain import why
 from openbot.runtime.runner.prepare import Prepared
 from openbot.runtime.runs.claim import Claim
 from openbot.runtime.team import get_actor, update_bot
@@ -130,6 +131,12 @@ async def test_mail_that_exhausts_its_attempts_gets_a_disposal(team: Team) -> No
     [item] = await team.items("engineer")
     assert item.status == "failed" and dropped.item_ids == [item.id]
     assert await rt.system.claim(engineer.id) is None
+    last = (await team.messages(thread))[-1]
+    assert last["metadata"]["exhausted"] == 1 and "will not be answered" in last["content"]
+    async with rt.db.read() as s:
+        answer = await why(s, message, "engineer")
+    assert answer["answer"] == "disposed" and answer["disposal"]["reason"] == "attempts_exhausted"
+    assert answer["run"]["status"] == "failed" and "will not be answered" in answer["summary"]
 
 
 async def test_a_busy_bot_s_mailbox_is_shed_by_the_maintenance_pass(team: Team) -> None:

@@ -61,12 +61,26 @@ def run_failed(bot: str, run_id: str, hop: int, error: dict[str, Any]) -> Notice
 
 
 def run_ended(
-    bot: str, run_id: str, hop: int, *, cancelled: bool, error: dict[str, Any], requeued: int
+    bot: str,
+    run_id: str,
+    hop: int,
+    *,
+    cancelled: bool,
+    error: dict[str, Any],
+    requeued: int,
+    exhausted: int = 0,
+    max_attempts: int = 0,
 ) -> Notice:
-    """A run stopped from outside: cancelled by a human, or failed by a restart or lease takeover."""
+    """A run stopped from outside: cancelled by a human, or failed by a restart or lease takeover
+    (``exhausted``: messages it held that had had their ``max_attempts`` and are given up on)."""
     text = f"@{bot}'s run was cancelled." if cancelled else f"@{bot}'s run failed: {error.get('message')}."
     if requeued:
         text += f" {requeued} message(s) it was handling are queued again."
+    if exhausted:
+        text += (
+            f" {exhausted} message(s) it was handling had been tried {max_attempts} times"
+            " and will not be answered (attempts_exhausted)."
+        )
     return Notice(
         text,
         {
@@ -75,6 +89,7 @@ def run_ended(
             "bot": bot,
             "error": error,
             "requeued": requeued,
+            "exhausted": exhausted,
         },
         hop=hop,
         run_id=run_id,

@@ -131,6 +131,12 @@ async def _from_run(session: AsyncSession, message: Message, bot: Actor) -> WhyV
             out["summary"] = f"@{bot.handle} handled it without posting a reply"
     if run.status == "failed" and run.error:
         out["summary"] += f": {run.error.get('message', run.error.get('code', ''))}"
+        # Its last attempt: the message was given up on rather than queued again.
+        dropped = await disposal_of(session, bot.id, message.thread_id, message.id)
+        if dropped is not None:
+            out["answer"] = "disposed"
+            out["summary"] += f"; it will not be answered ({dropped.reason})"
+            out["disposal"] = disposal_view(dropped, bot.handle)
     return out
 
 

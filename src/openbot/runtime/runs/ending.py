@@ -58,7 +58,7 @@ async def end_run(
     run.finished_at = now(session)
     run.lease_token += 1  # fence off whoever was running it
     await add_run_event(session, run, "error", error)
-    requeued = await _release_items(session, run, bot, status, requeue_items, max_attempts)
+    requeued, exhausted = await _release_items(session, run, bot, status, requeue_items, max_attempts)
     if requeued:
         wake_after_commit(session, [bot.id])
     else:  # its mail is handled (cancelled or failed): hand-offs it held may go now (invariant 8)
@@ -67,7 +67,14 @@ async def end_run(
     journal_run(session, run, bot.handle)
     cancelled = status == RunStatus.CANCELLED
     notice = notices.run_ended(
-        bot.handle, run.id, run.hop, cancelled=cancelled, error=error, requeued=requeued
+        bot.handle,
+        run.id,
+        run.hop,
+        cancelled=cancelled,
+        error=error,
+        requeued=requeued,
+        exhausted=exhausted,
+        max_attempts=max_attempts,
     )
     await delivery.post_notice(session, thread, notice)
     log_run(
@@ -77,15 +84,15 @@ async def end_run(
         run,
         bot,
         level="warning",
-        detail={**error, "requeued": requeued},
+        detail={**error, "requeued": requeued, "exhausted": exhausted},
     )
 
 
 async def _release_items(
     session: AsyncSession, run: Run, bot: Actor, status: RunStatus, requeue: bool, max_attempts: int
-) -> int:
-    """Settle the items the run held (and its unanswered questions); returns how many were re-queued.
-    Mail that would be re-queued but has had its attempts gets a disposal (invariant 13)."""
+) -> tuple[int, int]:
+    """Settle the items the run held (and its unanswered questions); returns how many were re-queued
+    and how many would have been but had had their attempts: those get a disposal (invariant 13)."""
     items = list(
         await session.scalars(
             select(InboxItem).where(
@@ -119,7 +126,7 @@ async def _release_items(
             bound=float(max_attempts),
             run_id=run.id,
         )
-    return requeued
+    return requeued, len(exhausted)
 
 
 async def resume_again(
