@@ -29,7 +29,9 @@ def _settings(**values: object) -> Settings:
     except ValidationError as error:
         problem = error.errors()[0]
         name = ".".join(str(part) for part in problem["loc"])
-        fail(f"bad setting {name}: {problem['msg']}")
+        message = str(problem["msg"]).removeprefix("Value error, ")  # pydantic's prefix for our own
+        typer.echo(f"openbot: bad setting {name}: {message}", err=True)
+        raise typer.Exit(2) from None  # as every refusal to start
 
 
 @contextmanager
@@ -81,7 +83,9 @@ def serve(
     os.environ["OPENBOT_DATA_DIR"] = str(data_dir)  # what this process and its workers use
     settings = _settings(data_dir=data_dir)
     if not _is_loopback(host) and not settings.api_token:
-        typer.echo("Refusing to bind beyond loopback without OPENBOT_API_TOKEN set.", err=True)
+        typer.echo(
+            f"openbot: refusing to bind {host} (beyond loopback) without OPENBOT_API_TOKEN set", err=True
+        )
         raise typer.Exit(2)
     from openbot import fleet
 
@@ -134,7 +138,7 @@ def worker(data_dir: DataDirOpt = Path(".openbot")) -> None:
     try:
         fleet.require_shared_database(settings)
     except fleet.FleetError as exc:
-        typer.echo(str(exc), err=True)
+        typer.echo(f"openbot: {exc}", err=True)
         raise typer.Exit(2) from exc
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     asyncio.run(fleet.run_worker(settings.model_copy(update={"run_workers": True})))
@@ -158,7 +162,7 @@ def post(
 
     with reported(server), Client(server, token, timeout=30) as client:
         found = resolve_thread(client, thread)
-        body = client.post_message(found["id"], text, sender=sender)
+        body = client.post_message(found["id"], text, sender=sender.lstrip("@") if sender else None)
     woke = ", ".join("@" + h for h in body["addressed"]) or "nobody"
     typer.echo(f"posted {body['message']['id']} in {found.get('title') or found['id']!r}; woke {woke}")
     for line in unknown_mentions(body):
@@ -175,6 +179,10 @@ def chat(
     """A live terminal client: follow a thread, talk to the bots, answer questions and approvals."""
     from openbot.chat import run_chat
 
+    if thread is not None and new is not None:
+        fail("give --thread or --new, not both")
+    if new is not None and not new.strip():
+        fail("--new needs a title")
     with reported(server):
         run_chat(server, token, thread, new)
 

@@ -3,11 +3,12 @@ actor tokens, memories and ``why``. They register on the one ``openbot`` app."""
 
 from __future__ import annotations
 
+import shutil
 from typing import Annotated
 
 import typer
 
-from openbot.cli_base import DEFAULT_SERVER, ServerOpt, TokenOpt, app, reported
+from openbot.cli_base import DEFAULT_SERVER, ServerOpt, TokenOpt, app, fail, reported
 from openbot.why_cli import why as why_command
 
 token_app = typer.Typer(help="Actor tokens: bearer tokens that act as one actor.", no_args_is_help=True)
@@ -29,6 +30,8 @@ def automations(
     """List automations (scheduled posts to bots) with their next run; fire one or show its history."""
     from openbot.automation_table import print_automations
 
+    if run is not None and history is not None:
+        fail("give --run or --history, not both")
     with reported(server):
         print_automations(server, token, run=run, history=history)
 
@@ -48,6 +51,12 @@ def drafts(
     """Drafts bots staged with save_draft: list them, send one (maybe edited) or reject one."""
     from openbot.draft_table import print_drafts
 
+    if send is not None and reject is not None:
+        fail("give --send or --reject, not both")
+    if content is not None and send is None:
+        fail("--content goes with --send")
+    if reason is not None and reject is None:
+        fail("--reason goes with --reject")
     with reported(server):
         print_drafts(server, token, status=status, send=send, content=content, reject=reject, reason=reason)
 
@@ -64,7 +73,9 @@ def webhooks(
     from openbot.webhook_table import print_deliveries
 
     with reported(server):
-        print_deliveries(server, token, actor=actor, status=status, retry=retry)
+        print_deliveries(
+            server, token, actor=actor.lstrip("@") if actor else None, status=status, retry=retry
+        )
 
 
 @app.command()
@@ -124,11 +135,20 @@ def memory_list(
 
     with reported(server), Client(server, token) as client:
         items = client.memories(bot, q=q, lifecycle="archived" if archived else "active")
+    width = shutil.get_terminal_size((80, 24)).columns
     for m in items:
-        score = f" {m['score']:.2f}" if m.get("score") is not None else ""
-        typer.echo(f"{m['id'][-8:]} {m['segment']}/{m['tier']}{score}  {m['content'][:56]}")
+        score = f" {_score(m['score'])}" if m.get("score") is not None else ""
+        head = f"{m['id'][-8:]} {m['segment']}/{m['tier']}{score}  "
+        room = max(10, width - len(head))
+        content = m["content"] if len(m["content"]) <= room else m["content"][: room - 1] + "…"
+        typer.echo(head + content)
     if not items:
         typer.echo("no memory matches" if q else "no memories")
+
+
+def _score(score: float) -> str:
+    """Lexical scores can be tiny (2e-6): fixed decimals would show them all as 0."""
+    return f"{score:.1e}" if score and abs(score) < 0.001 else f"{score:.3f}"
 
 
 @memory_app.command("maintain")

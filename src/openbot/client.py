@@ -27,7 +27,7 @@ from typing import Any, TypedDict, cast
 
 import httpx
 
-from openbot.client_features import FeatureCalls
+from openbot.client_features import FeatureCalls, seg
 
 JSON = dict[str, Any]
 
@@ -176,10 +176,10 @@ class Client(FeatureCalls):
         return self._items("/bots")
 
     def bot(self, handle: str) -> JSON:
-        return cast(JSON, self._request("GET", f"/bots/{handle}"))
+        return cast(JSON, self._request("GET", f"/bots/{seg(handle)}"))
 
     def update_bot(self, handle: str, **fields: Any) -> JSON:
-        return cast(JSON, self._request("PATCH", f"/bots/{handle}", json=fields))
+        return cast(JSON, self._request("PATCH", f"/bots/{seg(handle)}", json=fields))
 
     def script_bot(
         self,
@@ -201,7 +201,7 @@ class Client(FeatureCalls):
         return self._items("/actors")
 
     def inbox(self, actor: str = "you", status: str | None = "queued", kind: str | None = None) -> list[JSON]:
-        return self._items(f"/actors/{actor}/inbox", status=status, kind=kind)
+        return self._items(f"/actors/{seg(actor)}/inbox", status=status, kind=kind)
 
     def ack_thread(self, thread_id: str, actor: str = "you") -> None:
         self._request("POST", "/inbox/ack", json={"actor": actor, "thread_id": thread_id})
@@ -212,7 +212,7 @@ class Client(FeatureCalls):
         return cast(list[Thread], self._items("/threads", q=q))
 
     def thread(self, thread_id: str) -> Thread:
-        return cast(Thread, self._request("GET", f"/threads/{thread_id}"))
+        return cast(Thread, self._request("GET", f"/threads/{seg(thread_id)}"))
 
     def create_thread(self, title: str | None = None, **fields: Any) -> Thread:
         body: JSON = {k: v for k, v in fields.items() if v is not None}
@@ -225,7 +225,7 @@ class Client(FeatureCalls):
         result: list[Message] = []
         while True:
             body = self._request(
-                "GET", f"/threads/{thread_id}/messages", params={"after": after, "limit": limit}
+                "GET", f"/threads/{seg(thread_id)}/messages", params={"after": after, "limit": limit}
             )
             page = cast(list[Message], body.get("items", []))
             result.extend(page)
@@ -241,7 +241,7 @@ class Client(FeatureCalls):
             body["from"] = sender
         if to:
             body["to"] = to
-        return cast(JSON, self._request("POST", f"/threads/{thread_id}/messages", json=body))
+        return cast(JSON, self._request("POST", f"/threads/{seg(thread_id)}/messages", json=body))
 
     # -- runs -------------------------------------------------------------------------------
 
@@ -251,16 +251,16 @@ class Client(FeatureCalls):
         return cast(list[Run], self._items("/runs", thread_id=thread_id, bot=bot, status=status))
 
     def run(self, run_id: str) -> Run:
-        return cast(Run, self._request("GET", f"/runs/{run_id}"))
+        return cast(Run, self._request("GET", f"/runs/{seg(run_id)}"))
 
     def answer(self, run_id: str, answer: str) -> None:
-        self._request("POST", f"/runs/{run_id}/resume", json={"answer": answer})
+        self._request("POST", f"/runs/{seg(run_id)}/resume", json={"answer": answer})
 
     def decide(self, run_id: str, decisions: list[JSON]) -> None:
-        self._request("POST", f"/runs/{run_id}/resume", json={"decisions": decisions})
+        self._request("POST", f"/runs/{seg(run_id)}/resume", json={"decisions": decisions})
 
     def cancel(self, run_id: str) -> None:
-        self._request("POST", f"/runs/{run_id}/cancel")
+        self._request("POST", f"/runs/{seg(run_id)}/cancel")
 
     # -- observability ----------------------------------------------------------------------
 

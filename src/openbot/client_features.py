@@ -4,8 +4,15 @@ drafts, explanations and webhook deliveries (mixed into :class:`openbot.client.C
 from __future__ import annotations
 
 from typing import Any, cast
+from urllib.parse import quote
 
 JSON = dict[str, Any]
+
+
+def seg(value: object) -> str:
+    """``value`` as one path segment: a handle or id typed on the command line never reaches
+    another route (``/``, ``..``, ``?`` and ``#`` are sent escaped, so nothing normalises them)."""
+    return quote(str(value), safe="")
 
 
 class FeatureCalls:
@@ -20,10 +27,10 @@ class FeatureCalls:
     # -- actor tokens -----------------------------------------------------------------------
 
     def issue_token(self, handle: str) -> JSON:
-        return cast(JSON, self._request("POST", f"/actors/{handle}/tokens"))
+        return cast(JSON, self._request("POST", f"/actors/{seg(handle)}/tokens"))
 
     def revoke_tokens(self, handle: str) -> None:
-        self._request("DELETE", f"/actors/{handle}/tokens")
+        self._request("DELETE", f"/actors/{seg(handle)}/tokens")
 
     # -- automations ------------------------------------------------------------------------
 
@@ -34,26 +41,26 @@ class FeatureCalls:
         return cast(JSON, self._request("POST", "/automations", json=fields))
 
     def update_automation(self, automation_id: str, **fields: Any) -> JSON:
-        return cast(JSON, self._request("PATCH", f"/automations/{automation_id}", json=fields))
+        return cast(JSON, self._request("PATCH", f"/automations/{seg(automation_id)}", json=fields))
 
     def run_automation(self, automation_id: str) -> JSON:
-        return cast(JSON, self._request("POST", f"/automations/{automation_id}/run"))
+        return cast(JSON, self._request("POST", f"/automations/{seg(automation_id)}/run"))
 
     def occurrences(self, automation_id: str, limit: int = 20) -> list[JSON]:
-        return self._items(f"/automations/{automation_id}/occurrences", limit=limit)
+        return self._items(f"/automations/{seg(automation_id)}/occurrences", limit=limit)
 
     # -- memory upkeep ----------------------------------------------------------------------
 
     def maintain_memories(self, bot: str) -> JSON:
-        return cast(JSON, self._request("POST", f"/bots/{bot.lstrip('@')}/memories/maintain"))
+        return cast(JSON, self._request("POST", f"/bots/{seg(bot.lstrip('@'))}/memories/maintain"))
 
     def consolidate_memories(self, bot: str) -> JSON:
-        return cast(JSON, self._request("POST", f"/bots/{bot.lstrip('@')}/memories/consolidate"))
+        return cast(JSON, self._request("POST", f"/bots/{seg(bot.lstrip('@'))}/memories/consolidate"))
 
     def memories(
         self, bot: str, q: str | None = None, lifecycle: str = "active", limit: int = 50
     ) -> list[JSON]:
-        return self._items(f"/bots/{bot.lstrip('@')}/memories", q=q, lifecycle=lifecycle, limit=limit)
+        return self._items(f"/bots/{seg(bot.lstrip('@'))}/memories", q=q, lifecycle=lifecycle, limit=limit)
 
     # -- tools ------------------------------------------------------------------------------
 
@@ -70,11 +77,11 @@ class FeatureCalls:
 
     def approve_draft(self, draft_id: str, content: str | None = None) -> JSON:
         body = {"content": content} if content is not None else {}
-        return cast(JSON, self._request("POST", f"/drafts/{draft_id}/approve", json=body))
+        return cast(JSON, self._request("POST", f"/drafts/{seg(draft_id)}/approve", json=body))
 
     def reject_draft(self, draft_id: str, reason: str | None = None) -> JSON:
         body = {"reason": reason} if reason else {}
-        return cast(JSON, self._request("POST", f"/drafts/{draft_id}/reject", json=body))
+        return cast(JSON, self._request("POST", f"/drafts/{seg(draft_id)}/reject", json=body))
 
     def why(self, message_id: str, bot: str) -> JSON:
         return cast(
@@ -82,7 +89,7 @@ class FeatureCalls:
         )
 
     def dispositions(self, message_id: str) -> list[JSON]:
-        return self._items(f"/messages/{message_id}/dispositions")
+        return self._items(f"/messages/{seg(message_id)}/dispositions")
 
     # -- webhook deliveries -----------------------------------------------------------------
 
@@ -90,4 +97,4 @@ class FeatureCalls:
         return self._items("/webhooks/deliveries", actor=actor, status=status)
 
     def retry_delivery(self, delivery_id: str) -> JSON:
-        return cast(JSON, self._request("POST", f"/webhooks/deliveries/{delivery_id}/retry"))
+        return cast(JSON, self._request("POST", f"/webhooks/deliveries/{seg(delivery_id)}/retry"))

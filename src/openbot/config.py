@@ -16,6 +16,16 @@ def _env(name: str) -> AliasChoices:
     return AliasChoices(f"OPENBOT_{name}", name)
 
 
+MODEL_FORM = "expected 'scripted' or 'provider:model'"
+
+
+def is_model_name(value: str) -> bool:
+    """Whether ``value`` names a model as bots and ``OPENBOT_MODEL`` do: ``scripted`` or
+    ``provider:model`` (both parts given, no spaces)."""
+    provider, _, name = value.partition(":")
+    return value == "scripted" or (bool(provider) and bool(name) and not any(c.isspace() for c in value))
+
+
 class Settings(BaseSettings):
     """Every setting, its environment variable(s) and default. The README's table mirrors this."""
 
@@ -121,6 +131,14 @@ class Settings(BaseSettings):
     )
     webhook_allow_private: bool = Field(False, validation_alias=_env("WEBHOOK_ALLOW_PRIVATE"))
     webhook_timeout_seconds: float = Field(10.0, gt=0, validation_alias=_env("WEBHOOK_TIMEOUT_SECONDS"))
+
+    @field_validator("model")
+    @classmethod
+    def _model_name(cls, value: str | None) -> str | None:
+        # Said at start: a bad name would otherwise stop the server while it seeds the team.
+        if value is not None and not is_model_name(value):
+            raise ValueError(f"{MODEL_FORM}, e.g. anthropic:claude-sonnet-4-5")
+        return value
 
     @field_validator("allowed_hosts", "cors_origins", "webhook_retries", mode="before")
     @classmethod

@@ -229,20 +229,24 @@ class ActivityFollower:
                 self.newest = max((int(r["id"]) for r in rows), default=0)
                 self.console.print("[dim]Following… (Ctrl-C to stop)[/]")
                 self.follow(stream)
-            while True:
+            while True:  # one line when the connection goes, one when it is back
                 self.console.print("[red]connection lost; reconnecting…[/]")
-                time.sleep(1.0)  # back-off before reconnecting
-                self.reconnect()
+                while not self.reconnect():
+                    pass
         except KeyboardInterrupt:
             self.console.print()
 
-    def reconnect(self) -> None:
+    def reconnect(self) -> bool:
+        """Wait a second, then follow again until the stream ends; False if it could not connect."""
+        time.sleep(1.0)  # back-off before reconnecting
         try:
             with self.client.subscribe(since=self.since) as stream:
+                self.console.print("[green]reconnected[/]")
                 self.catch_up()
                 self.follow(stream)
         except (httpx.TransportError, ApiError):
-            return
+            return False
+        return True
 
     def follow(self, stream: Iterator[Event]) -> None:
         try:

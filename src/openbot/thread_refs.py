@@ -5,7 +5,8 @@
 
 1. a number from the thread listing (``openbot threads``, ``/threads``: newest activity first);
 2. a full id;
-3. a piece of an id: its start (``thr_0006…``) or its end, as the tables print it (``…3fa9c1``);
+3. a piece of an id: its start (``thr_0006…``), its end, or the start of the piece the tables
+   print (``3fa9`` of ``3fa9c1d2``);
 4. a title, case-insensitively: an exact title, else words the title contains.
 
 The first step that names exactly one thread wins; an ambiguous one lists what it matched.
@@ -29,9 +30,10 @@ class ThreadRefError(LookupError):
 
 
 def pick_id(ids: Sequence[str], ref: str, noun: str, plural: str, command: str) -> str:
-    """The one id ``ref`` names: a whole id, or the unique start or end of one. A
-    :class:`ThreadRefError` (one ``openbot:`` line, exit status 1) says what matched instead."""
-    found = [i for i in ids if i == ref] or [i for i in ids if i.endswith(ref) or i.startswith(ref)]
+    """The one id ``ref`` names: a whole id, or the unique start or end of one, or the start of
+    the piece the tables print. A :class:`ThreadRefError` (one ``openbot:`` line, exit status 1)
+    says what matched instead."""
+    found = [i for i in ids if i == ref] or [i for i in ids if _names(i, ref)]
     if len(found) != 1:
         what = f"no {noun} matches" if not found else f"{len(found)} {plural} match"
         raise ThreadRefError(f"{what} {ref!r} (see `openbot {command}`)")
@@ -85,8 +87,13 @@ def _activity(thread: Thread) -> str:
     return thread.get("last_message_at") or thread.get("created_at") or ""
 
 
+def _names(id_: str, ref: str) -> bool:
+    """Whether ``ref`` is the start or the end of ``id_``, or the start of its :func:`short_id`."""
+    return id_.startswith(ref) or id_.endswith(ref) or short_id(id_).startswith(ref)
+
+
 def _id_piece(thread: Thread, ref: str) -> bool:
-    return len(ref) >= 4 and (thread["id"].startswith(ref) or thread["id"].endswith(ref))
+    return len(ref) >= 4 and _names(thread["id"], ref)
 
 
 def _title_is(thread: Thread, ref: str) -> bool:

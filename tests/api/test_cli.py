@@ -23,6 +23,8 @@ async def test_post_command_posts_and_reports_who_woke(server: str, team: Team) 
     assert "woke @engineer" in result.output
     await team.idle()
     assert (await team.messages(thread))[0]["content"] == "@engineer from the terminal"
+    at = await invoke("post", thread, "with an at sign", "--from", "@you", "--server", server)
+    assert at.exit_code == 0, at.output  # `@you` as people write it
     bad = await invoke("post", "thr_missing", "hi", "--server", server)
     assert bad.exit_code == 1 and bad.stderr == "openbot: no thread matches 'thr_missing' " + (
         "(give a number from `openbot threads`, an id, or title words)\n"
@@ -40,6 +42,7 @@ async def test_post_takes_the_thread_references_of_switch(server: str, team: Tea
         number: release,
         release[:-3]: release,
         short_id(release): release,
+        short_id(release)[:5]: release,  # the start of the piece the table shows
         "ship the RELEASE": release,
         "flaky": newest,
     }
@@ -106,6 +109,11 @@ async def test_token_commands_issue_a_token_that_posts_as_its_actor_and_revoke_i
     assert (first["content"], first["sender"]["handle"]) == ("hello as alice", "alice")
     refused = await invoke("post", thread, "as you", "--from", "you", "--server", server, "--token", token)
     assert refused.exit_code == 1 and "403 forbidden" in refused.stderr
+    # A handle is one path segment: "you/../alice" names nobody, it is not a way to reach @alice.
+    sneaky = await invoke("token", "revoke", "you/../alice", "--server", server)
+    assert sneaky.exit_code == 1 and "404 not_found" in sneaky.stderr, sneaky.output
+    still = await invoke("post", thread, "still alice", "--server", server, "--token", token)
+    assert still.exit_code == 0, still.output
     revoked = await invoke("token", "revoke", "@alice", "--server", server)  # `@` as people write it
     assert revoked.exit_code == 0, revoked.output
     assert revoked.stdout == "revoked every token of @alice\n"
@@ -119,3 +127,18 @@ async def test_the_banners_api_address_works_as_server(server: str, team: Team) 
     listed = await invoke("threads", "--server", f"{server}/api/v1/")
     assert listed.exit_code == 0, listed.output
     assert "Reachable" in listed.stdout
+
+
+async def test_options_that_conflict_or_need_a_partner_are_refused() -> None:
+    """Refused before anything is sent (no server is needed to hear it)."""
+    cases = {
+        ("chat", "--thread", "1", "--new", "X"): "give --thread or --new, not both",
+        ("chat", "--new", " "): "--new needs a title",
+        ("automations", "--run", "ab12", "--history", "ab12"): "give --run or --history, not both",
+        ("drafts", "--send", "ab12", "--reject", "cd34"): "give --send or --reject, not both",
+        ("drafts", "--content", "edited"): "--content goes with --send",
+        ("drafts", "--reason", "no"): "--reason goes with --reject",
+    }
+    for args, message in cases.items():
+        result = await invoke(*args, "--server", "http://127.0.0.1:9")
+        assert (result.exit_code, result.stderr) == (1, f"openbot: {message}\n"), args

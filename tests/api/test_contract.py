@@ -288,6 +288,9 @@ async def test_patch_is_partial_and_validates_the_script(client: httpx.AsyncClie
     _error(await client.patch("/api/v1/bots/qa", json={"max_parallel_threads": 0}), 422, "invalid_argument")
     _error(await client.patch("/api/v1/bots/qa", json={"nope": 1}), 422, "invalid_argument")
     _error(await client.patch("/api/v1/bots/qa", json={"name": "  "}), 422, "invalid_argument")
+    for model in ("anthropic:", ":claude", "scripted ", "nonsense"):
+        named = await client.patch("/api/v1/bots/qa", json={"model": model})
+        assert _error(named, 422, "invalid_argument")["details"] == {"field": "model"}
     for delay in (-5, 1.5, "10", True):
         slow = await client.patch(
             "/api/v1/bots/qa", json={"model_settings": {"script": [], "delay_ms": delay}}

@@ -30,6 +30,12 @@ async def test_memory_list_shows_newest_first_and_ranks_with_q(server: str) -> N
     )
     assert ranked.exit_code == 0 and len(ranked.output.splitlines()) == 1
     assert "knowledge/long" in ranked.output and "release train" in ranked.output
+    assert float(ranked.output.split()[2]) > 0  # a tiny lexical score is shown, not rounded to 0
+    long = "Deploys of the payments service wait for the freeze window to end on Monday mornings"
+    async with httpx.AsyncClient(base_url=f"{server}/api/v1") as http:
+        assert (await http.post("/bots/engineer/memories", json={"content": long})).status_code == 201
+    clipped = (await invoke("memory", "list", "@engineer", "--server", server)).output
+    assert any(line.endswith("…") and len(line) <= 80 for line in clipped.splitlines()), clipped
 
     nobody = await invoke("memory", "list", "nobody", "--server", server)
     assert nobody.exit_code != 0 and "nobody" in nobody.output

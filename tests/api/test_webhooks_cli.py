@@ -57,7 +57,7 @@ async def test_webhooks_command_lists_filters_and_retries(
     assert retried.exit_code == 0, retried.output
     assert retried.stdout.strip() == f"retrying {short_id(failed['id'])} to @hook now"
     await rt.webhooks.deliver_due()
-    after = await invoke("webhooks", "--actor", "hook", "--server", server)
+    after = await invoke("webhooks", "--actor", "@hook", "--server", server)
     (row,) = [line for line in after.stdout.splitlines() if short_id(failed["id"]) in line]
     assert "delivered" in row
     unknown = await invoke("webhooks", "--retry", "zzzz", "--server", server)

@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterator
 
 import httpx
+import pytest
 from rich.console import Console
 
 from openbot.client import Client
@@ -65,3 +66,33 @@ def test_activity_follow_subscribes_before_it_prints_following() -> None:
     following = next(i for i, entry in enumerate(printed) if "Following" in entry)
     assert any("already there" in entry for entry in printed[:following])
     assert any("written while starting" in entry for entry in printed[following:])
+
+
+def test_activity_follow_says_once_that_it_lost_the_stream_and_once_that_it_is_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    log = Log()
+    attempts: list[int] = []
+    monkeypatch.setattr("openbot.tables.time.sleep", lambda _seconds: None)  # the back-off
+
+    def stream(last: bool) -> Iterator[bytes]:
+        yield b": connected\n\n"
+        if last:
+            raise KeyboardInterrupt  # the user stops following
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/events"):
+            attempts.append(1)
+            if 2 <= len(attempts) <= 4:  # the server is down for three attempts
+                raise httpx.ConnectError("refused", request=request)
+            content = stream(last=len(attempts) == 5)
+            return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=content)
+        return httpx.Response(200, json={"items": []})
+
+    client = Client("http://openbot.test", transport=httpx.MockTransport(answer))
+    ActivityFollower(client, Console(file=log, width=80, highlight=False)).run()  # type: ignore[arg-type]
+
+    printed = [entry for entry in log.entries if entry.startswith("printed")]
+    assert sum("connection lost" in entry for entry in printed) == 1, printed
+    assert sum("reconnected" in entry for entry in printed) == 1, printed
+    assert len(attempts) == 5

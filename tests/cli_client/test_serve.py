@@ -74,8 +74,30 @@ def test_serve_and_db_upgrade_use_openbot_data_dir(tmp_path: Path) -> None:
         ([], {"OPENBOT_EMBEDDINGS": "hashing:abc"}, "OPENBOT_EMBEDDINGS='hashing:abc': hashing takes a"),
         ([], {"OPENBOT_RUN_WORKERS": "0"}, "OPENBOT_RUN_WORKERS=0 on SQLite: no process would run the bots"),
         (["--workers", "2"], {}, "workers need PostgreSQL (set OPENBOT_DATABASE_URL)"),
+        (
+            [],
+            {"OPENBOT_MODEL": "scripted "},
+            "bad setting OPENBOT_MODEL: expected 'scripted' or 'provider:model'",
+        ),
+        (
+            [],
+            {"OPENBOT_MODEL": "anthropic:"},
+            "bad setting OPENBOT_MODEL: expected 'scripted' or 'provider:model'",
+        ),
+        ([], {"OPENBOT_POLL_SECONDS": "soon"}, "bad setting OPENBOT_POLL_SECONDS: "),
+        (["--host", "0.0.0.0"], {}, "refusing to bind 0.0.0.0 (beyond loopback) without OPENBOT_API_TOKEN"),
     ],
-    ids=["data-dir-is-a-file", "embeddings", "embeddings-dims", "no-workers", "workers-on-sqlite"],
+    ids=[
+        "data-dir-is-a-file",
+        "embeddings",
+        "embeddings-dims",
+        "no-workers",
+        "workers-on-sqlite",
+        "model",
+        "model-without-name",
+        "bad-number",
+        "open-without-token",
+    ],
 )
 def test_settings_that_cannot_work_are_one_line(
     args: list[str], env: dict[str, str], expected: str, tmp_path: Path

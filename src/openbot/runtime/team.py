@@ -7,6 +7,7 @@ from typing import Any
 from sqlalchemy import bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from openbot.config import is_model_name
 from openbot.core.errors import Conflict, InvalidArgument, NotFound
 from openbot.core.governor import check_run_timeout
 from openbot.core.ids import new_id
@@ -189,7 +190,7 @@ MAX_DELAY_MS = 3_600_000  # the scripted model's latency per call: at most an ho
 def _check_bot(command: BotCreate | BotUpdate) -> None:
     """What the command's types cannot say: the model's form and the script's rules."""
     model = command.model
-    if model is not None and model != "scripted" and ":" not in model:
+    if model is not None and not is_model_name(model):
         raise InvalidArgument("model must be 'scripted' or 'provider:model'", {"field": "model"})
     settings = command.model_settings
     check_run_timeout(settings)
