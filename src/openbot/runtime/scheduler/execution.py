@@ -38,6 +38,7 @@ async def execute(system: ActorSystem, claim: Claim) -> None:
             current = asyncio.current_task()
             if execution.cancelled() and not (current and current.cancelling()):
                 moved_on = True
+                await _keep_context(system, claim.run_id)
                 return  # cancelled through the API or the heartbeat: the run's end is written already
             execution.cancel()  # the system is stopping: the agent task stops with its owner
             raise
@@ -47,12 +48,11 @@ async def execute(system: ActorSystem, claim: Claim) -> None:
     except StaleLease:
         moved_on = True
         log.info("run %s moved on without this worker; its result is dropped", claim.run_id)
+        await _keep_context(system, claim.run_id)
     except Exception:  # supervision boundary: record and keep the system alive
         log.exception("run %s could not be finished", claim.run_id)
         await fail(system, claim.run_id, "internal", "the run could not be finished; see the server log")
     finally:
-        if moved_on:
-            await _keep_context(system, claim.run_id)
         system.runner.contexts.pop(claim.run_id, None)  # written with the outcome, or never will be
         system.executions.pop(claim.run_id, None)
         system.slots.release()
