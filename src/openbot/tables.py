@@ -241,8 +241,8 @@ class ActivityFollower:
         time.sleep(1.0)  # back-off before reconnecting
         try:
             with self.client.subscribe(since=self.since) as stream:
-                self.console.print("[green]reconnected[/]")
                 self.catch_up()
+                self.console.print("[green]reconnected[/]")
                 self.follow(stream)
         except (httpx.TransportError, ApiError):
             return False

@@ -139,6 +139,28 @@ async def test_mail_that_exhausts_its_attempts_gets_a_disposal(team: Team) -> No
     assert answer["run"]["status"] == "failed" and "will not be answered" in answer["summary"]
 
 
+async def test_a_collapsed_backlog_whose_run_fails_is_failed_not_disposed(
+    boot: Boot, clock: FakeClock
+) -> None:
+    """A ``collapsed`` disposal lists messages that were served (folded into one run): when that
+    run fails, ``why`` says failed; only ``attempts_exhausted`` of that run means given up."""
+    async with boot() as rt:
+        team = Team(rt)
+        await rt.team.update_bot("qa", BotUpdate(model="anthropic:claude-sonnet-4-5"))  # model_auth
+        thread = await team.thread()
+        rt.system.pause()
+        backlog = await _posts(team, thread, [f"@qa point {n}" for n in range(3)])
+    clock.advance(60)
+    async with boot() as rt:
+        team = Team(rt)
+        await team.idle()
+        [run] = await team.runs(thread)
+        assert run.status == "failed" and [d.reason for d in await _disposals(team)] == ["collapsed"]
+        async with rt.db.read() as s:
+            answer = await why(s, backlog[0], "qa")
+    assert answer["answer"] == "failed" and "disposal" not in answer
+
+
 async def test_a_busy_bot_s_mailbox_is_shed_by_the_maintenance_pass(team: Team) -> None:
     await _set(team, "qa", max_queued=2, model="scripted", model_settings={"script": [], "delay_ms": 60_000})
     started = asyncio.Event()

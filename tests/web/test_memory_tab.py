@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from live_server import LiveServer, wait_until
-from openbot.client import Client
+from openbot.client import ApiError, Client
 
 from .conftest import ConsoleWatch
 
@@ -127,6 +127,8 @@ def test_a_running_run_shows_what_its_model_is_seeing(page: Page, server: LiveSe
         lambda: next((r for r in api.runs(thread_id=thread) if r["status"] == "running"), None),
         message="the reviewer's run",
     )
+    # Running from its claim; its context exists once it is prepared, a moment later.
+    wait_until(lambda: _has_context(api, run["id"]), message="the run's context")
     try:
         open_app(page, server, f"/t/{thread}")
         card = page.locator(".run[data-status='running']")
@@ -135,3 +137,11 @@ def test_a_running_run_shows_what_its_model_is_seeing(page: Page, server: LiveSe
         expect(card.locator(".run-context-body .context-messages")).to_contain_text("take your time")
     finally:
         api.cancel(run["id"])
+
+
+def _has_context(api: Client, run_id: str) -> bool:
+    try:
+        api._request("GET", f"/runs/{run_id}/context")
+    except ApiError:
+        return False
+    return True

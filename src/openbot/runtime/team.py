@@ -16,7 +16,7 @@ from openbot.core.states import ACTIVE_RUNS
 from openbot.runtime.commands import ActorCreate, ActorUpdate, BotCreate, BotUpdate
 from openbot.runtime.engagement.gate_script import validate_gate
 from openbot.runtime.governor.disposals import Reason, dispose_queued
-from openbot.runtime.runner.scripted import validate_script
+from openbot.runtime.runner.scripted import delay_problem, validate_script
 from openbot.runtime.runner.scripted_jobs import validate_jobs
 from openbot.runtime.views import bot_view
 from openbot.store import fast, inserts
@@ -184,9 +184,6 @@ async def update_actor(
     return actor, external
 
 
-MAX_DELAY_MS = 3_600_000  # the scripted model's latency per call: at most an hour
-
-
 def _check_bot(command: BotCreate | BotUpdate) -> None:
     """What the command's types cannot say: the model's form and the script's rules."""
     model = command.model
@@ -195,10 +192,9 @@ def _check_bot(command: BotCreate | BotUpdate) -> None:
     settings = command.model_settings
     check_run_timeout(settings)
     delay = (settings or {}).get("delay_ms", 0)
-    if isinstance(delay, bool) or not isinstance(delay, int) or not 0 <= delay <= MAX_DELAY_MS:
+    if (problem := delay_problem(delay)) is not None:
         raise InvalidArgument(
-            f"model_settings.delay_ms must be a whole number of milliseconds from 0 to {MAX_DELAY_MS}",
-            {"field": "model_settings.delay_ms", "value": delay},
+            f"model_settings.{problem}", {"field": "model_settings.delay_ms", "value": delay}
         )
     for key in ("script", "subagent_script"):  # subagent_script: runtime.tools.subagents
         if settings is not None and key in settings:

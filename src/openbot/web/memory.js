@@ -215,7 +215,7 @@ export function runContext(runId) {
       fill(body, contextView(await request("GET", `/runs/${enc(runId)}/context`)));
     } catch (error) {
       const pending = error && error.status === 404;
-      fill(body, h("p.muted.small", pending ? "Nothing recorded for this run yet: a run running in another worker process records it with its outcome." : describeError(error)));
+      fill(body, h("p.muted.small", pending ? "Nothing recorded for this run (a run being prepared, or running in another worker process, has none here yet)." : describeError(error)));
     }
   });
   return details;

@@ -133,7 +133,7 @@ async def _from_run(session: AsyncSession, message: Message, bot: Actor) -> WhyV
         out["summary"] += f": {run.error.get('message', run.error.get('code', ''))}"
         # Its last attempt: the message was given up on rather than queued again.
         dropped = await disposal_of(session, bot.id, message.thread_id, message.id)
-        if dropped is not None:
+        if dropped is not None and dropped.reason == "attempts_exhausted" and dropped.run_id == run.id:
             out["answer"] = "disposed"
             out["summary"] += f"; it will not be answered ({dropped.reason})"
             out["disposal"] = disposal_view(dropped, bot.handle)

@@ -22,12 +22,14 @@ import hashlib
 import math
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from openbot.store.db import database_of
+from openbot.core.memory import MAX_CONTENT
+from openbot.store.db import Database, database_of
 from openbot.store.models import Memory, MemoryVector
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -95,26 +97,22 @@ def _unit(vector: Sequence[float]) -> list[float]:
 _AHEAD = "openbot_vectors"  # session.info: Vectors embedded before the transaction began
 
 
+@dataclass(frozen=True)
 class Vectors:
     """Unit vectors embedded ahead of a transaction: memory contents (as stored: stripped) and
     search queries."""
 
-    __slots__ = ("documents", "queries")
-
-    def __init__(
-        self, documents: dict[str, list[float]] | None = None, queries: dict[str, list[float]] | None = None
-    ) -> None:
-        self.documents = documents or {}
-        self.queries = queries or {}
+    documents: dict[str, list[float]] = field(default_factory=dict)
+    queries: dict[str, list[float]] = field(default_factory=dict)
 
 
-async def ahead(db: Any, contents: Iterable[str | None] = (), queries: Iterable[str] = ()) -> Vectors:
+async def ahead(db: Database, contents: Iterable[str | None] = (), queries: Iterable[str] = ()) -> Vectors:
     """The vectors a transaction on ``db`` is about to need, embedded now, outside it (nothing
-    when embeddings are off). Content the write will refuse (empty) is skipped."""
+    when embeddings are off). Content the write will refuse (empty, too long) is not sent."""
     embeddings: Embeddings | None = getattr(db, "embeddings", None)
     if embeddings is None:
         return Vectors()
-    texts = list(dict.fromkeys(t.strip() for t in contents if t and t.strip()))
+    texts = list(dict.fromkeys(t.strip() for t in contents if t and 0 < len(t.strip()) <= MAX_CONTENT))
     asked = list(dict.fromkeys(q for q in queries if q.strip()))
     documents = await embeddings.embedder.aembed_documents(texts) if texts else []
     found = [await embeddings.embedder.aembed_query(q) for q in asked]

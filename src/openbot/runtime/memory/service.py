@@ -183,10 +183,11 @@ class MemoryService:
     ) -> ContextView:
         """The run's recorded context; while it runs in this process (``in_flight``: the runner's),
         the one its outcome will record."""
+        # In flight first: a run whose outcome commits while the table is read is gone from it.
+        context = in_flight.get(run_id) if in_flight is not None else None
         async with self.db.read() as s:
-            context = await s.get(PreparedContext, run_id)
-            if context is None and in_flight is not None:
-                context = in_flight.get(run_id)
+            if context is None:
+                context = await s.get(PreparedContext, run_id)
             if context is None:
                 run = await s.get(Run, run_id)
                 detail = "" if run is None else f" (status {run.status}: a run has one once it is prepared)"

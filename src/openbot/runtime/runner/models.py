@@ -23,7 +23,7 @@ from langchain_core.language_models import BaseChatModel
 
 from openbot.core.errors import InvalidArgument, ModelAuthError
 from openbot.core.model_errors import classify_model_error
-from openbot.runtime.runner.scripted import ScriptedChatModel, validate_script
+from openbot.runtime.runner.scripted import ScriptedChatModel, delay_problem, validate_script
 
 __all__ = [
     "FORBID_ENV",
@@ -133,11 +133,9 @@ def _scripted(
             details={"problems": problems},
         )
     delay_ms = model_settings.get("delay_ms", 0) or 0
-    if not isinstance(delay_ms, int) or isinstance(delay_ms, bool) or delay_ms < 0:
-        raise InvalidArgument(
-            f"model_settings.delay_ms must be a non-negative integer, got {delay_ms!r}",
-            details={"problems": ["delay_ms must be a non-negative integer"]},
-        )
+    problem = delay_problem(delay_ms)
+    if problem is not None:
+        raise InvalidArgument(f"model_settings.{problem}", details={"problems": [problem]})
     return ScriptedChatModel(
         handle=handle.lstrip("@"),
         script=script,

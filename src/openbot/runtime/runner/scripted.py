@@ -186,6 +186,16 @@ def _tool_call_problems(where: str, tool_calls: object) -> list[str]:
     return problems
 
 
+MAX_DELAY_MS = 3_600_000  # ``delay_ms``: at most an hour a model call
+
+
+def delay_problem(value: object) -> str | None:
+    """What is wrong with a ``delay_ms`` setting (None: nothing)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_DELAY_MS:
+        return f"delay_ms must be a whole number of milliseconds from 0 to {MAX_DELAY_MS}, got {value!r}"
+    return None
+
+
 def default_reply(handle: str, trigger_count: int) -> str:
     """The reply when no rule matches. It never contains ``@``, so it never hands off."""
     name = handle.replace("@", "")

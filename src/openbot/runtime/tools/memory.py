@@ -55,7 +55,7 @@ async def _manage(
 ) -> str:
     bot = BotRef(env.bot_id, env.bot_handle)
     origin = Origin(source="tool", thread_id=env.thread_id, run_id=env.run_id)
-    vectors = await embeddings.ahead(env.db, [content])
+    vectors = await embeddings.ahead(env.db, [content] if action in ("create", "update") else [])
     async with env.db.transaction() as s:
         embeddings.use(s, vectors)
         if action == "create":
