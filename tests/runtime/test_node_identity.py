@@ -1,8 +1,9 @@
 """Node identity: runs are leased under a stable node name, so a restarted node takes its own
 in-flight runs back at once, while other nodes' runs wait for their leases (runtime.scheduler.node).
 
-A "crash" here is a runtime stopped with no drain (``drain_seconds = 0``): its in-flight run stays
-``running`` under its lease, as after a SIGKILL. The clock never moves unless a test says so.
+A "crash" here is a runtime stopped with no drain (``drain_seconds = 0``) that does not hand its
+runs back (``hand_back_on_stop``): its in-flight run stays ``running`` under its lease, as after a
+SIGKILL. The clock never moves unless a test says so.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ async def _crash_mid_run(boot: Boot, settings: Settings) -> dict[str, str]:
     settings.node_id = "node-a"
     settings.drain_seconds = 0
     async with boot() as rt:
+        rt.hand_back_on_stop = False  # as if killed
         team = Team(rt)
         await team.script("engineer", QUICK, delay_ms=60_000)
         started = asyncio.Event()

@@ -16,6 +16,7 @@ from openbot.runtime.engagement.classifier import Tier2
 from openbot.runtime.memory.embeddings import Embeddings, backfill
 from openbot.runtime.memory.upkeep import MemoryUpkeep
 from openbot.runtime.runner.runner import Runner
+from openbot.runtime.scheduler.recovery import hand_back
 from openbot.runtime.scheduler.system import ActorSystem
 from openbot.runtime.service.automations import AutomationService
 from openbot.runtime.service.drafts import DraftService
@@ -64,6 +65,9 @@ class Runtime:
         self.tools, self.mcp = build_registry(settings)
         self._stack = AsyncExitStack()
         self._task: asyncio.Task[None] | None = None
+        #: Whether a stop hands back the runs the drain left in flight (tests that stand in for a
+        #: SIGKILL turn it off: the runs stay ``running`` under their leases).
+        self.hand_back_on_stop = True
         self.system: ActorSystem
         self.runner: Runner
         self.threads: ThreadService
@@ -119,10 +123,12 @@ class Runtime:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
+        left: list[str] = []
         if self._task is not None and not self._task.done():
             # Graceful drain: in-flight runs get a moment to finish; what is still running after
-            # it is cancelled and recovered (failed with a notice, its mail re-queued) at next start.
+            # it is cancelled and handed back (failed with a notice, its mail re-queued) at once.
             if not await self.system.settle(self.settings.drain_seconds):
+                left = list(self.system.in_flight) if self.hand_back_on_stop else []
                 log.warning("stopping with %d run(s) still in flight", len(self.system.in_flight))
         if self._task is not None:
             self._task.cancel()
@@ -132,5 +138,11 @@ class Runtime:
                 pass
             except Exception:
                 log.exception("actor system stopped with an error")
+        if left:
+            try:
+                handed = await hand_back(self.system, left)
+                log.info("handed back %d run(s) cut off by the stop", handed)
+            except Exception:  # their leases lapse instead, and another process takes them over
+                log.exception("could not hand back the runs cut off by the stop")
         await self._stack.aclose()
         await self.db.dispose()

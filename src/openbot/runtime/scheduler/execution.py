@@ -41,6 +41,9 @@ async def execute(system: ActorSystem, claim: Claim) -> None:
                 await _keep_context(system, claim.run_id)
                 return  # cancelled through the API or the heartbeat: the run's end is written already
             execution.cancel()  # the system is stopping: the agent task stops with its owner
+            # Not its end: it is handed back (a resume waits for its answer again, from its
+            # durable checkpoint, which must stay).
+            terminal = not claim.resume
             raise
         terminal = outcome.interrupt is None
         async with system.db.transaction() as s:

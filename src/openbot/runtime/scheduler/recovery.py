@@ -9,9 +9,11 @@ name, so the process that held it is gone.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from sqlalchemy import or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from openbot.core.scheduling import ItemKind
 from openbot.core.states import IN_FLIGHT_RUNS, ItemStatus, RunStatus
@@ -27,6 +29,7 @@ RESTARTED = "the server restarted while this run was in flight"
 TAKEN_OVER = (
     "its lease expired: the process running it (node {owner}) stopped renewing it, and the run was taken over"
 )
+STOPPED = "the process running it (node {owner}) stopped before the run finished: its drain time was up"
 
 
 def cause(run: Run, owner: str, *, expired_only: bool, ours: bool) -> str:
@@ -54,21 +57,10 @@ async def recover(system: ActorSystem, *, expired_only: bool, ours: bool = False
             stmt = stmt.where(Run.id.not_in(alive))
         orphans = list(await s.scalars(system.db.dialect.for_update(stmt, skip_locked=True)))
         resumed: set[str] = set()
-        attempts = system.settings.max_item_attempts
         for run in orphans:
             why = cause(run, system.owner, expired_only=expired_only, ours=ours)
-            if await resume_again(s, run, system.delivery, max_attempts=attempts, why=why):
-                resumed.add(run.id)  # waits for its answer again; its durable checkpoint is kept
-                continue
-            await end_run(
-                s,
-                run,
-                RunStatus.FAILED,
-                {"code": "interrupted", "message": why},
-                system.delivery,
-                requeue_items=True,
-                max_attempts=attempts,
-            )
+            if await _interrupt(s, system, run, why):
+                resumed.add(run.id)
         if not expired_only:
             # Mail claimed by nobody (a crash between claim and run row) goes back to the queue.
             await s.execute(
@@ -89,3 +81,40 @@ async def recover(system: ActorSystem, *, expired_only: bool, ours: bool = False
         if run.id not in resumed:
             await system.runner.forget(run.id)
     return len(orphans)
+
+
+async def hand_back(system: ActorSystem, run_ids: Collection[str]) -> int:
+    """At a stop, once the drain time is up and the runs' agents are stopped: end the runs this
+    process still held as recovery would, so another process takes them over now rather than when
+    their leases lapse (DRAIN_SECONDS: how long runs may finish before they are cancelled)."""
+    if not run_ids:
+        return 0
+    why = STOPPED.format(owner=system.owner)
+    async with system.db.transaction() as s:
+        stmt = select(Run).where(
+            Run.id.in_(run_ids), Run.status.in_(IN_FLIGHT_RUNS), Run.lease_owner == system.owner
+        )
+        runs = list(await s.scalars(system.db.dialect.for_update(stmt)))
+        resumed = {run.id for run in runs if await _interrupt(s, system, run, why)}
+    for run in runs:
+        if run.id not in resumed:
+            await system.runner.forget(run.id)
+    return len(runs)
+
+
+async def _interrupt(s: AsyncSession, system: ActorSystem, run: Run, why: str) -> bool:
+    """End a run cut off in flight: failed ``interrupted``, its mail queued again. A run cut off
+    while it resumed waits for its answer again instead (its durable checkpoint is kept): True."""
+    attempts = system.settings.max_item_attempts
+    if await resume_again(s, run, system.delivery, max_attempts=attempts, why=why):
+        return True
+    await end_run(
+        s,
+        run,
+        RunStatus.FAILED,
+        {"code": "interrupted", "message": why},
+        system.delivery,
+        requeue_items=True,
+        max_attempts=attempts,
+    )
+    return False
