@@ -84,6 +84,8 @@ async def test_a_resume_the_drain_left_in_flight_waits_for_its_answer_again(
         await team.idle()
         (after,) = await team.runs(thread)
         assert after.id == run.id and after.status == "completed"
+        events = [e["type"] for e in (await rt.runs.get(run.id))["events"]]
+        assert events.index("resumed") < events.index("resumed_again"), events  # the cut is marked
         messages = await team.messages(thread)
         kinds = [m["metadata"].get("kind") for m in messages]
         assert "run_resumed_again" in kinds

@@ -154,6 +154,9 @@ async def resume_again(
         return False
     move(run, RunStatus.WAITING_HUMAN)
     run.lease_token += 1  # fence off whoever was running it
+    # Marks the cut in the run's steps: what the cut-off attempt recorded after its ``resumed``
+    # event is recorded again when the answer is applied again.
+    await add_run_event(session, run, "resumed_again", {"text": why})
     item.status = check(ItemStatus, item.status, ItemStatus.QUEUED)
     item.claimed_by_run = None
     item.updated_at = now(session)
