@@ -112,6 +112,7 @@ async def test_the_loop_settles_a_candidate_when_it_is_written(team: Team) -> No
 async def test_status_is_not_idle_while_a_gate_decision_is_owed(team: Team) -> None:
     # A client polling /status for idle right after a post must not stop before the bot engages.
     thread = await _setup(team, gate=[{"match": r"^qa[,:]", "verdict": "engage"}])
+    team.rt.system.pause()  # @qa's worker would take the mail the moment the gate queues it
     await team.post(thread, "QA, can you rerun the smoke tests?")
     status = await team.rt.observer.status()
     assert status["gate"] == {"pending": 1}
@@ -119,6 +120,7 @@ async def test_status_is_not_idle_while_a_gate_decision_is_owed(team: Team) -> N
     assert await team.rt.gate.classify_pending() == 1
     status = await team.rt.observer.status()  # settled and queued, in one transaction: still 1
     assert (status["gate"], status["mailboxes"]["queued"]) == ({"pending": 0}, 1)
+    team.rt.system.unpause()
     await team.idle()
     status = await team.rt.observer.status()
     assert (status["gate"], status["mailboxes"], status["runs"]["running"]) == (
