@@ -218,6 +218,22 @@ class Team:
         """Call ``hook`` after each run has read its thread, before its model runs."""
         self.rt.runner.on_prepared.append(hook)
 
+    async def slow_run_started(self, content: str, delay_ms: int, handle: str = "engineer") -> str:
+        """Post ``content`` to a slow ``handle`` in a new thread; return the thread once its run
+        has read the thread and its model call begins (the run is ``running``)."""
+        await self.script(handle, [], delay_ms=delay_ms)
+        started = asyncio.Event()
+
+        async def model_starts(_claim: Claim, _prepared: Prepared) -> None:
+            started.set()
+
+        self.on_prepared(model_starts)
+        thread = await self.thread()
+        await self.post(thread, content)
+        async with asyncio.timeout(10):
+            await started.wait()
+        return thread
+
     def prepared(self) -> list[Prepared]:
         """Every run prepared from now on, in order (what its model is given)."""
         seen: list[Prepared] = []

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import httpx
@@ -11,8 +10,6 @@ import pytest
 from conftest import Team
 from openbot.config import Settings
 from openbot.runtime.memory.service import index_status
-from openbot.runtime.runner.prepare import Prepared
-from openbot.runtime.runs.claim import Claim
 
 BASE = "/api/v1/bots/engineer/memories"
 
@@ -156,17 +153,7 @@ async def test_the_list_is_newest_first_by_when_a_memory_was_made(client: httpx.
 async def test_a_run_context_is_there_while_it_runs_and_after_a_cancel(
     client: httpx.AsyncClient, team: Team
 ) -> None:
-    await team.script("engineer", [], delay_ms=20_000)  # cancelled long before
-    started = asyncio.Event()
-
-    async def model_starts(_claim: Claim, _prepared: Prepared) -> None:
-        started.set()
-
-    team.on_prepared(model_starts)
-    thread = await team.thread()
-    await team.post(thread, "@engineer a slow one")
-    async with asyncio.timeout(10):
-        await started.wait()
+    thread = await team.slow_run_started("@engineer a slow one", delay_ms=20_000)  # cancelled long before
     (run,) = await team.runs(thread)
     running = await client.get(f"/api/v1/runs/{run.id}/context")
     assert running.status_code == 200, running.text

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 from sqlalchemy import event
 
 from conftest import Team
 from openbot.core.clock import FakeClock
 from openbot.core.errors import StaleLease
-from openbot.runtime.runner.prepare import Prepared
 from openbot.runtime.runs.claim import Claim
 from openbot.runtime.runs.outcome import Outcome, finish
 from openbot.runtime.team import get_actor
@@ -61,17 +58,8 @@ async def test_recovery_leaves_runs_with_a_live_lease_alone(team: Team, clock: F
 async def test_the_heartbeat_keeps_a_long_run_s_lease_alive(team: Team, clock: FakeClock) -> None:
     """A run that outlives its lease is not taken over while its owner heartbeats."""
     rt = team.rt
-    await team.script("engineer", [], delay_ms=20_000)  # the model is slow; the run stays in flight
-    started = asyncio.Event()
-
-    async def model_starts(_claim: Claim, _prepared: Prepared) -> None:
-        started.set()
-
-    team.on_prepared(model_starts)
-    thread = await team.thread()
-    await team.post(thread, "@engineer slow")
-    async with asyncio.timeout(10):
-        await started.wait()
+    # The model is slow; the run stays in flight.
+    thread = await team.slow_run_started("@engineer slow", delay_ms=20_000)
     for _ in range(3):  # three lease periods pass, with a maintenance pass in each
         clock.advance(rt.settings.lease_seconds * 0.9)
         await rt.system.maintain()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from sqlalchemy import select
@@ -30,23 +29,6 @@ async def _calls_tool(
     )
 
 
-async def _slow_run_started(team: Team, content: str, delay_ms: int) -> str:
-    """Post ``content`` to a slow @engineer in a new thread; return the thread once its run has read
-    the thread and its model call begins (the run is ``running``)."""
-    await team.script("engineer", [], delay_ms=delay_ms)
-    started = asyncio.Event()
-
-    async def model_starts(_claim: Claim, _prepared: Prepared) -> None:
-        started.set()
-
-    team.on_prepared(model_starts)
-    thread = await team.thread()
-    await team.post(thread, content)
-    async with asyncio.timeout(10):
-        await started.wait()
-    return thread
-
-
 async def test_a_model_error_fails_the_run_with_a_clear_notice(team: Team) -> None:
     await team.rt.team.update_bot("engineer", BotUpdate(model="anthropic:claude-sonnet-4-5"))  # forbidden
     thread = await team.thread()
@@ -61,7 +43,7 @@ async def test_a_model_error_fails_the_run_with_a_clear_notice(team: Team) -> No
 
 
 async def test_cancelling_a_running_run_stops_it_and_says_so(team: Team) -> None:
-    thread = await _slow_run_started(team, "@engineer slow", delay_ms=20_000)
+    thread = await team.slow_run_started("@engineer slow", delay_ms=20_000)
     run = (await team.runs(thread))[0]
     await team.rt.runs.cancel(run.id)
     await team.idle()
@@ -144,7 +126,7 @@ async def test_list_bots_tool_lists_the_team(team: Team) -> None:
 
 async def test_stopping_lets_in_flight_runs_finish_first(boot: Boot) -> None:
     async with boot() as rt:
-        thread = await _slow_run_started(Team(rt), "@engineer finish this", delay_ms=300)
+        thread = await Team(rt).slow_run_started("@engineer finish this", delay_ms=300)
     async with boot() as rt:
         team = Team(rt)
         assert [r.status for r in await team.runs(thread)] == ["completed"]
