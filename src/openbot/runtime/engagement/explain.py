@@ -17,7 +17,7 @@ from typing_extensions import TypedDict  # pydantic reads this one on Python 3.1
 from openbot.core.errors import NotFound
 from openbot.core.scheduling import ItemKind
 from openbot.core.states import HoldStatus, ItemStatus
-from openbot.runtime.governor.disposals import DisposalView, disposal_of, disposal_view
+from openbot.runtime.governor.disposals import DisposalView, Reason, disposal_of, disposal_view
 from openbot.runtime.views import RunView, iso, run_view
 from openbot.store.models import Actor, Disposition, HeldHandoff, InboxItem, Message, Run, ThreadParticipant
 
@@ -133,7 +133,7 @@ async def _from_run(session: AsyncSession, message: Message, bot: Actor) -> WhyV
         out["summary"] += f": {run.error.get('message', run.error.get('code', ''))}"
         # Its last attempt: the message was given up on rather than queued again.
         dropped = await disposal_of(session, bot.id, message.thread_id, message.id)
-        if dropped is not None and dropped.reason == "attempts_exhausted" and dropped.run_id == run.id:
+        if dropped is not None and dropped.reason == Reason.ATTEMPTS_EXHAUSTED and dropped.run_id == run.id:
             out["answer"] = "disposed"
             out["summary"] += f"; it will not be answered ({dropped.reason})"
             out["disposal"] = disposal_view(dropped, bot.handle)
